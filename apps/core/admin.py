@@ -1,0 +1,86 @@
+"""Admin: API tokens (created and revoked through the services) and the event log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from apps.core.errors import ValidationFailed
+from apps.core.models import ApiToken, Event, TokenScope
+from apps.core.services import api_token_create, api_token_revoke
+
+
+class ApiTokenCreationForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(choices=TokenScope.choices, widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = ApiToken
+        fields = ["name", "scopes", "expires_at"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "scopes", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at", "expires_at"]
+    search_fields = ["name", "prefix"]
+    list_select_related = ["created_by"]
+    readonly_fields = ["prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    actions = ["revoke_tokens"]
+
+    def get_form(
+        self, request: HttpRequest, obj: ApiToken | None = None, **kwargs: Any
+    ) -> type[forms.ModelForm]:
+        if obj is None:
+            kwargs["form"] = ApiTokenCreationForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
+        if obj is None:
+            return []
+        # A token's power is fixed at creation: revoke and create a new one to change it.
+        return [*self.readonly_fields, "scopes", "expires_at"]
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            obj.save(update_fields=["name"])
+            return
+        try:
+            token, raw_token = api_token_create(
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+                expires_at=form.cleaned_data.get("expires_at"),
+                created_by=request.user,
+            )
+        except ValidationFailed as error:
+            raise forms.ValidationError(error.message) from error
+        obj.pk = token.pk
+        obj.refresh_from_db()
+        self.message_user(
+            request,
+            f"Token created. Copy it now, it will not be shown again: {raw_token}",
+            level=messages.WARNING,
+        )
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token in queryset:
+            api_token_revoke(token_id=token.pk)
+        self.message_user(request, f"Revoked {queryset.count()} token(s).")
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ["name", "correlation_id", "created_at"]
+    list_filter = ["name"]
+    search_fields = ["name", "correlation_id"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        return False

@@ -1,0 +1,82 @@
+"""``Authorization: Bearer …`` authentication for ninja (/v1/) and DRF (/api/).
+
+Both resolve the same hashed ``ApiToken`` through ``api_token_authenticate``
+and check scopes the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja.security import HttpBearer
+from rest_framework import authentication, permissions
+
+from apps.core.errors import AuthenticationRequired, PermissionDenied
+from apps.core.models import ApiToken, TokenScope
+from apps.core.services import api_token_authenticate
+
+
+def _require_scope(token: ApiToken, scope: str) -> None:
+    if not token.has_scope(scope):
+        raise PermissionDenied(
+            f"This operation needs a token with the '{scope}' scope.",
+            details={"required": scope, "granted": token.scopes},
+        )
+
+
+class BearerToken(HttpBearer):
+    """ninja auth: a valid token with ``scope``; ``request.auth`` is the ApiToken."""
+
+    def __init__(self, scope: str = TokenScope.READ) -> None:
+        super().__init__()
+        self.scope = scope
+
+    def __call__(self, request: HttpRequest) -> Any:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
+        if not header.lower().startswith("bearer ") or not header[7:].strip():
+            raise AuthenticationRequired("The Authorization header must be 'Bearer <token>'.")
+        return self.authenticate(request, header[7:].strip())
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
+        api_token = api_token_authenticate(raw_token=token)
+        _require_scope(api_token, self.scope)
+        return api_token
+
+
+read_token = BearerToken(TokenScope.READ)
+write_token = BearerToken(TokenScope.WRITE)
+propose_token = BearerToken(TokenScope.PROPOSE)
+admin_token = BearerToken(TokenScope.ADMIN)
+
+
+class DrfBearerTokenAuthentication(authentication.BaseAuthentication):
+    """DRF auth: ``request.user`` stays anonymous, ``request.auth`` is the ApiToken."""
+
+    def authenticate(self, request: Any) -> tuple[None, ApiToken] | None:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return None
+        if not header.lower().startswith("bearer ") or not header[7:].strip():
+            raise AuthenticationRequired("The Authorization header must be 'Bearer <token>'.")
+        return None, api_token_authenticate(raw_token=header[7:].strip())
+
+    def authenticate_header(self, request: Any) -> str:
+        return 'Bearer realm="cortexweb"'
+
+
+class DrfTokenScopePermission(permissions.BasePermission):
+    """Safe methods need ``read``; writes need the view's ``write_scope`` (default ``admin``)."""
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        token = request.auth
+        if not isinstance(token, ApiToken):
+            raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
+        if request.method in permissions.SAFE_METHODS:
+            scope = getattr(view, "read_scope", TokenScope.READ)
+        else:
+            scope = getattr(view, "write_scope", TokenScope.ADMIN)
+        _require_scope(token, scope)
+        return True

@@ -1,0 +1,35 @@
+"""System checks for the configuration CortexWeb needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import Error, Warning, register
+
+
+@register()
+def cortex_configuration_check(app_configs: Any, **kwargs: Any) -> list:
+    messages = []
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        messages.append(
+            Error(
+                "CortexWeb needs PostgreSQL with pgvector.",
+                hint="Set DATABASE_URL to postgres://…",
+                id="cortex.E001",
+            )
+        )
+    if not settings.REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+        messages.append(Error("REDIS_URL must be a redis:// URL.", id="cortex.E002"))
+    user_agent = settings.CORTEX_USER_AGENT
+    if "@" not in user_agent and "http" not in user_agent:
+        messages.append(
+            Warning(
+                "CORTEX_USER_AGENT has no contact; Wikimedia rejects generic User-Agents.",
+                hint="Include a URL or e-mail address, e.g. 'CortexWeb/0.1 (https://…; ops@…)'.",
+                id="cortex.W001",
+            )
+        )
+    if settings.CORTEX_MAX_BODY_BYTES <= 0:
+        messages.append(Error("CORTEX_MAX_BODY_BYTES must be positive.", id="cortex.E003"))
+    return messages

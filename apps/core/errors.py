@@ -1,0 +1,202 @@
+"""One error hierarchy, rendered in one shape by both APIs.
+
+Every error a client can see is an ``ApplicationError`` (or is translated into
+one at the edge) and is rendered as::
+
+    {"error": {"code": "...", "message": "...", "details": {...}}}
+
+with the status its class names. The ninja API (``/v1/``) and DRF (``/api/``)
+both route their exceptions through :func:`error_payload`, so a client sees
+one shape whichever API it calls, and a bad request never becomes a 500.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.http import JsonResponse
+
+
+class ApplicationError(Exception):
+    """Base of every error CortexWeb reports to a client."""
+
+    status_code = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+
+class ValidationFailed(ApplicationError):
+    """The request is malformed: wrong fields, types or values."""
+
+    status_code = 422
+    code = "validation_error"
+
+
+class BadRequest(ApplicationError):
+    """The request cannot be read at all (not JSON, wrong content type)."""
+
+    status_code = 400
+    code = "bad_request"
+
+
+class AuthenticationRequired(ApplicationError):
+    """No valid bearer token was presented."""
+
+    status_code = 401
+    code = "authentication_required"
+
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": 'Bearer realm="cortexweb"'}
+
+
+class PermissionDenied(ApplicationError):
+    """The token is valid but lacks the scope this operation needs."""
+
+    status_code = 403
+    code = "permission_denied"
+
+
+class NotFound(ApplicationError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(ApplicationError):
+    status_code = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(ApplicationError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class RateLimited(ApplicationError):
+    """A limiter refused the call: waiting would pass the caller's deadline."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: float, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details={"retryAfter": round(retry_after, 3), **(details or {})})
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after)))}
+
+
+class FeatureDisabled(ApplicationError):
+    """A capability is switched off by a feature flag."""
+
+    status_code = 503
+    code = "feature_disabled"
+
+
+class UpstreamError(ApplicationError):
+    """An upstream service (Wikidata, arXiv, an MCP server) failed.
+
+    ``retryable`` separates transient failures (429, 503, timeouts, connection
+    errors) that are worth retrying within a bound from terminal ones (other
+    4xx, malformed data) that fail fast.
+    """
+
+    status_code = 502
+    code = "upstream_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ServiceUnavailable(ApplicationError):
+    status_code = 503
+    code = "service_unavailable"
+
+
+def error_payload(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def error_response(error: ApplicationError) -> JsonResponse:
+    response = JsonResponse(error_payload(error.code, error.message, error.details), status=error.status_code)
+    for header, value in error.headers().items():
+        response[header] = value
+    return response
+
+
+def pydantic_errors_to_details(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """Turn ninja/pydantic error lists into ``{"fields": [{"path", "message", "type"}]}``.
+
+    The path is dotted (``body.payload.topK``) so a client can point at the field to fix.
+    """
+    fields = []
+    for error in errors:
+        location = [str(part) for part in error.get("loc", ())]
+        fields.append(
+            {
+                "path": ".".join(location),
+                "message": str(error.get("msg", "invalid value")),
+                "type": str(error.get("type", "value_error")),
+            }
+        )
+    return {"fields": fields}
+
+
+def drf_exception_handler(exc: Exception, context: dict[str, Any]):
+    """DRF's EXCEPTION_HANDLER: every error in the one shape."""
+    from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+    from django.http import Http404
+    from rest_framework import exceptions as drf
+    from rest_framework.response import Response
+
+    if isinstance(exc, ApplicationError):
+        response = Response(error_payload(exc.code, exc.message, exc.details), status=exc.status_code)
+        for header, value in exc.headers().items():
+            response[header] = value
+        return response
+    if isinstance(exc, Http404):
+        exc = drf.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied()
+    if not isinstance(exc, drf.APIException):
+        return None  # a real bug: let Django log it and answer 500
+
+    codes = {
+        drf.NotAuthenticated: AuthenticationRequired.code,
+        drf.AuthenticationFailed: AuthenticationRequired.code,
+        drf.PermissionDenied: PermissionDenied.code,
+        drf.NotFound: NotFound.code,
+        drf.ValidationError: ValidationFailed.code,
+        drf.ParseError: BadRequest.code,
+        drf.Throttled: RateLimited.code,
+    }
+    code = next((value for kind, value in codes.items() if isinstance(exc, kind)), str(exc.default_code))
+    if isinstance(exc, drf.ValidationError):
+        message = "The request has invalid fields; see details."
+        details: dict[str, Any] = {"fields": exc.detail}
+    else:
+        message = str(exc.detail)
+        details = {}
+    response = Response(error_payload(code, message, details), status=exc.status_code)
+    if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
+        response.status_code = 401
+        response["WWW-Authenticate"] = 'Bearer realm="cortexweb"'
+    if getattr(exc, "wait", None):
+        response["Retry-After"] = str(math.ceil(exc.wait))
+    return response

@@ -1,0 +1,55 @@
+"""The one httpx client factory: every outbound call goes through here.
+
+Explicit connect/read timeouts, CortexWeb's descriptive User-Agent (Wikimedia
+rejects generic ones), redirects chosen by the caller rather than inherited,
+and the request's correlation id forwarded as ``X-Request-ID`` so upstream
+logs can be matched to ours. Nothing else in the code calls ``httpx.get``.
+"""
+
+from __future__ import annotations
+
+import httpx
+from django.conf import settings
+
+from apps.core.logging import current_correlation_id
+
+
+def default_timeout(read: float | None = None) -> httpx.Timeout:
+    return httpx.Timeout(
+        connect=settings.CORTEX_HTTP_CONNECT_TIMEOUT,
+        read=read if read is not None else settings.CORTEX_HTTP_READ_TIMEOUT,
+        write=settings.CORTEX_HTTP_READ_TIMEOUT,
+        pool=settings.CORTEX_HTTP_CONNECT_TIMEOUT,
+    )
+
+
+def default_headers() -> dict[str, str]:
+    headers = {"User-Agent": settings.CORTEX_USER_AGENT}
+    correlation_id = current_correlation_id()
+    if correlation_id:
+        headers["X-Request-ID"] = correlation_id
+    return headers
+
+
+def build_client(
+    *, base_url: str = "", timeout: float | None = None, follow_redirects: bool = False
+) -> httpx.Client:
+    """A synchronous client; use it as a context manager."""
+    return httpx.Client(
+        base_url=base_url,
+        timeout=default_timeout(timeout),
+        headers=default_headers(),
+        follow_redirects=follow_redirects,
+    )
+
+
+def build_async_client(
+    *, base_url: str = "", timeout: float | None = None, follow_redirects: bool = False
+) -> httpx.AsyncClient:
+    """An asynchronous client; use it as an async context manager."""
+    return httpx.AsyncClient(
+        base_url=base_url,
+        timeout=default_timeout(timeout),
+        headers=default_headers(),
+        follow_redirects=follow_redirects,
+    )

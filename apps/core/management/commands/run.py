@@ -1,0 +1,266 @@
+"""``manage.py run``: the whole product in one command (what ``make run`` calls).
+
+Migrates, ensures an admin user, collects static files, then supervises the
+ASGI server (uvicorn), one Celery worker and Celery beat, with their output
+interleaved and prefixed. SIGINT/SIGTERM stops the children, then this
+process's exit releases its lease on the embedded Postgres and Redis, which
+stops them too when nothing else uses them.
+
+Children die with this process even after ``kill -9`` (PR_SET_PDEATHSIG), and
+this process dies with its parent (``make``) the same way, so no server of
+this checkout outlives the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, TextIO
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.core.services import superuser_ensure
+
+PR_SET_PDEATHSIG = 1
+CHILD_STOP_TIMEOUT_SECONDS = 15.0
+READY_TIMEOUT_SECONDS = 120.0
+COLOURS = {"web": "\033[36m", "worker": "\033[33m", "beat": "\033[35m"}
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGTERM this process when its parent dies (Linux)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+class Command(BaseCommand):
+    help = "Run CortexWeb: migrations, admin user, web server, Celery worker and beat."
+    requires_system_checks: list[str] = []  # checked explicitly below, once, with output
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--concurrency", type=int, default=int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
+        )
+
+    def handle(self, *args: Any, host: str, port: int, concurrency: int, **options: Any) -> None:
+        _die_with_parent()
+        pid_file = settings.CORTEX_DATA_DIR / "run" / "run.pid"
+        self._claim_pid_file(pid_file)
+        self._stopping = threading.Event()
+        self._children: dict[str, subprocess.Popen[str]] = {}
+        self._output_lock = threading.Lock()
+        signal.signal(signal.SIGTERM, self._request_stop)
+        signal.signal(signal.SIGINT, self._request_stop)
+        try:
+            self._prepare()
+            self._start_children(host, port, concurrency)
+            exit_code = self._supervise(f"http://{host}:{port}")
+        finally:
+            self._stop_children()
+            pid_file.unlink(missing_ok=True)
+        if exit_code:
+            raise CommandError(f"a child process failed (exit {exit_code}); everything was stopped")
+
+    # -- start-up ---------------------------------------------------------------
+
+    def _claim_pid_file(self, pid_file: Path) -> None:
+        pid_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            other = int(pid_file.read_text())
+        except (OSError, ValueError):
+            other = None
+        if other and other != os.getpid() and _process_alive(other):
+            raise CommandError(
+                f"CortexWeb is already running from {settings.CORTEX_DATA_DIR} (pid {other}). "
+                "Stop it first, or set CORTEX_DATA_DIR to run a second instance."
+            )
+        pid_file.write_text(str(os.getpid()))  # a stale file after kill -9 is simply replaced
+
+    def _prepare(self) -> None:
+        self._say("checking configuration")
+        call_command("check", deploy=False)
+        self._say("migrating the database")
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        credentials = superuser_ensure(
+            username=os.environ.get("DJANGO_SUPERUSER_USERNAME", ""),
+            password=os.environ.get("DJANGO_SUPERUSER_PASSWORD", ""),
+            password_file=settings.CORTEX_DATA_DIR / "admin-credentials.txt",
+        )
+        self._admin_note = credentials
+        # Metric files of a previous run describe dead processes.
+        shutil.rmtree(settings.PROMETHEUS_MULTIPROC_DIR, ignore_errors=True)
+        Path(settings.PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+
+    def _start_children(self, host: str, port: int, concurrency: int) -> None:
+        python = sys.executable
+        run_dir = settings.CORTEX_DATA_DIR / "run"
+        commands = {
+            "web": [
+                python,
+                "-m",
+                "uvicorn",
+                "cortexweb.asgi:application",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--no-server-header",
+                "--timeout-graceful-shutdown",
+                "10",
+            ],
+            "worker": [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "cortexweb",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(concurrency),
+                "--queues",
+                ",".join(settings.CELERY_WORKER_QUEUES),
+                "--hostname",
+                f"worker@{os.uname().nodename}",
+            ],
+            "beat": [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "cortexweb",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(run_dir / "celerybeat-schedule"),
+                "--pidfile",
+                "",
+            ],
+        }
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        for name, command in commands.items():
+            child = subprocess.Popen(
+                command,
+                cwd=settings.BASE_DIR,
+                env=environment,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=True,  # its own process group: stopped as a whole, in order
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - single-threaded at this point of the fork
+            )
+            self._children[name] = child
+            threading.Thread(target=self._relay, args=(name, child.stdout), daemon=True).start()
+
+    # -- running ----------------------------------------------------------------
+
+    def _supervise(self, base_url: str) -> int:
+        ready_deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        announced = False
+        while not self._stopping.is_set():
+            for name, child in self._children.items():
+                code = child.poll()
+                if code is not None:
+                    self._say(f"{name} exited with code {code}; stopping everything")
+                    return code or 1
+            if not announced:
+                if _ready(base_url):
+                    announced = True
+                    self._announce(base_url)
+                elif time.monotonic() > ready_deadline:
+                    self._say(f"not ready after {READY_TIMEOUT_SECONDS:.0f}s: see {base_url}/readyz")
+                    ready_deadline = float("inf")
+            self._stopping.wait(0.5)
+        return 0
+
+    def _announce(self, base_url: str) -> None:
+        lines = [
+            "CortexWeb is ready:",
+            f"  admin       {base_url}/admin/",
+            f"  agent API   {base_url}/v1/docs",
+            f"  resources   {base_url}/api/",
+            f"  readiness   {base_url}/readyz",
+            f"  metrics     {base_url}/metrics",
+            self._admin_note,
+            "Press Ctrl-C to stop.",
+        ]
+        for line in lines:
+            self._say(line)
+
+    def _request_stop(self, signum: int, frame: object) -> None:
+        self._stopping.set()
+
+    def _stop_children(self) -> None:
+        # Web first (stop taking requests), then beat (stop scheduling), then the worker.
+        for name in ("web", "beat", "worker"):
+            child = self._children.get(name)
+            if child is None or child.poll() is not None:
+                continue
+            self._say(f"stopping {name}")
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(CHILD_STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._say(f"{name} did not stop in {CHILD_STOP_TIMEOUT_SECONDS:.0f}s; killing it")
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        for child in self._children.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)  # stragglers of a group whose leader left
+
+    # -- output -----------------------------------------------------------------
+
+    def _relay(self, name: str, stream: TextIO | None) -> None:
+        if stream is None:
+            return
+        colour, reset = (COLOURS[name], "\033[0m") if self.stdout.isatty() else ("", "")
+        for line in stream:
+            with self._output_lock:
+                self.stdout.write(f"{colour}{name:<6}|{reset} {line.rstrip()}")
+                self.stdout.flush()
+
+    def _say(self, message: str) -> None:
+        with self._output_lock:
+            self.stdout.write(f"{'run':<6}| {message}")
+            self.stdout.flush()
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ready(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/readyz", timeout=5) as response:  # noqa: S310 - our own URL
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False

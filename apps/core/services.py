@@ -1,0 +1,160 @@
+"""Core services: API tokens and events."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core.errors import AuthenticationRequired, NotFound, ValidationFailed
+from apps.core.logging import current_correlation_id, get_logger
+from apps.core.models import ApiToken, Event, TokenScope
+from apps.core.redis import get_redis
+
+logger = get_logger(__name__)
+
+TOKEN_PREFIX = "cwt_"  # noqa: S105 - a public marker, not a secret
+EVENTS_CHANNEL = "cortex:events"
+# Writing last_used_at on every request would turn each read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def hash_token(raw_token: str) -> str:
+    return hashlib.sha256(raw_token.encode()).hexdigest()
+
+
+def parse_scopes(scopes: Iterable[str]) -> list[str]:
+    """Validate and normalise scope names; unknown names are a 4xx, listed."""
+    cleaned = sorted({scope.strip() for scope in scopes if scope.strip()})
+    unknown = [scope for scope in cleaned if scope not in TokenScope.values]
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown scope(s): {', '.join(unknown)}. Known scopes: {', '.join(TokenScope.values)}.",
+            details={"unknown": unknown, "known": list(TokenScope.values)},
+        )
+    if not cleaned:
+        raise ValidationFailed(
+            "A token needs at least one scope.", details={"known": list(TokenScope.values)}
+        )
+    return cleaned
+
+
+def api_token_create(
+    *,
+    name: str,
+    scopes: Iterable[str],
+    expires_at: datetime | None = None,
+    created_by: AbstractBaseUser | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token; returns the row and the raw token, which is never stored."""
+    name = name.strip()
+    if not name:
+        raise ValidationFailed("A token needs a name.")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationFailed("The expiry must be in the future.")
+    raw_token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        name=name,
+        prefix=raw_token[: len(TOKEN_PREFIX) + 6],
+        token_hash=hash_token(raw_token),
+        scopes=parse_scopes(scopes),
+        expires_at=expires_at,
+        created_by=created_by,
+    )
+    logger.info("api_token.created", token_id=token.pk, token_name=token.name, scopes=token.scopes)
+    return token, raw_token
+
+
+def api_token_revoke(*, token_id: int) -> ApiToken:
+    with transaction.atomic():
+        token = ApiToken.objects.select_for_update().filter(pk=token_id).first()
+        if token is None:
+            raise NotFound(f"No API token with id {token_id}.")
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+    logger.info("api_token.revoked", token_id=token.pk, token_name=token.name)
+    return token
+
+
+def api_token_authenticate(*, raw_token: str) -> ApiToken:
+    """The active token matching ``raw_token``, or AuthenticationRequired."""
+    token = ApiToken.objects.active().filter(token_hash=hash_token(raw_token)).first()
+    if token is None:
+        raise AuthenticationRequired("The bearer token is unknown, expired or revoked.")
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def event_emit(*, name: str, payload: dict[str, Any] | None = None) -> Event:
+    """Store an event and publish it on Redis (``cortex:events``) for live consumers.
+
+    Publishing is best effort: a Redis hiccup must not fail the work the event
+    describes, and the stored row is the record.
+    """
+    event = Event.objects.create(
+        name=name, correlation_id=current_correlation_id() or "", payload=payload or {}
+    )
+    message = json.dumps(
+        {
+            "id": event.pk,
+            "name": name,
+            "correlationId": event.correlation_id,
+            "payload": event.payload,
+            "createdAt": event.created_at.isoformat(),
+        }
+    )
+    # Published only once the row is committed, so consumers never see an event that was rolled back.
+    transaction.on_commit(lambda: _publish_event(name, message))
+    return event
+
+
+def _publish_event(name: str, message: str) -> None:
+    try:
+        get_redis().publish(EVENTS_CHANNEL, message)
+    except Exception as error:  # noqa: BLE001 - see event_emit
+        logger.warning("event.publish_failed", event_name=name, error=str(error))
+
+
+def superuser_ensure(*, username: str, password: str, password_file: Path) -> str:
+    """Make sure an admin can log in; returns a line telling the operator how.
+
+    With ``username`` and ``password`` given (DJANGO_SUPERUSER_*), that user is
+    created or its password set. Otherwise an ``admin`` user gets a strong
+    generated password once, written to ``password_file`` readable only by its
+    owner; later runs leave both alone.
+    """
+    from django.contrib.auth import get_user_model
+
+    user_model = get_user_model()
+    if username and password:
+        user, _ = user_model.objects.get_or_create(username=username, defaults={"is_staff": True})
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        return f"Admin login: '{username}' with DJANGO_SUPERUSER_PASSWORD."
+    username = username or "admin"
+    if user_model.objects.filter(username=username).exists() and password_file.exists():
+        return f"Admin login: '{username}'; its password is in {password_file}."
+    generated = secrets.token_urlsafe(24)
+    user, _ = user_model.objects.get_or_create(username=username, defaults={"is_staff": True})
+    user.is_staff = user.is_superuser = True
+    user.set_password(generated)
+    user.save()
+    password_file.unlink(missing_ok=True)
+    fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"username: {username}\npassword: {generated}\n")
+    return f"Admin login: '{username}'; a generated password was written to {password_file} (mode 600)."

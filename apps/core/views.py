@@ -1,0 +1,51 @@
+"""Operational endpoints: liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+from django.views.defaults import page_not_found as django_page_not_found
+from django.views.defaults import server_error as django_server_error
+
+from apps.core.errors import ApplicationError, NotFound, error_response
+from apps.core.metrics import render_metrics
+from apps.core.selectors import readiness
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is alive and serving; touches no dependency."""
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """200 when Postgres (with pgvector), Redis and a Celery worker answer; 503 naming what failed."""
+    checks = readiness()
+    failed = sorted(name for name, result in checks.items() if not result["ok"])
+    body = {"status": "ready" if not failed else "unavailable", "failed": failed, "checks": checks}
+    return JsonResponse(body, status=503 if failed else 200)
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    payload, content_type = render_metrics()
+    return HttpResponse(payload, content_type=content_type)
+
+
+def _is_api_request(request: HttpRequest) -> bool:
+    return request.path.startswith(("/v1/", "/api/"))
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404: the error shape for API paths, Django's page elsewhere."""
+    if _is_api_request(request):
+        return error_response(NotFound(f"No endpoint at {request.path}. See /v1/docs for the agent API."))
+    return django_page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """500: the error shape for API paths (the traceback is logged, never sent)."""
+    if _is_api_request(request):
+        return error_response(ApplicationError("An internal error occurred; it has been logged."))
+    return django_server_error(request)

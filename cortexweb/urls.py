@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from apps.core import views as core_views
+from cortexweb.api import api
+
+admin.site.site_header = "CortexWeb operations"
+admin.site.site_title = "CortexWeb"
+
+urlpatterns = [
+    path("healthz", core_views.healthz, name="healthz"),
+    path("readyz", core_views.readyz, name="readyz"),
+    path("metrics", core_views.metrics, name="metrics"),
+    path("admin/", admin.site.urls),
+    path("v1/", api.urls),
+    path("api/", include("apps.core.urls")),
+]
+
+handler404 = "apps.core.views.not_found"
+handler500 = "apps.core.views.server_error"

@@ -1,0 +1,70 @@
+"""Test fixtures: real Postgres+pgvector, real Redis and a real Celery worker.
+
+Settings start (or share) the embedded servers of CORTEX_DATA_DIR — `make test`
+points it at `.cortex/test`, apart from `make run`'s — and pytest-django creates
+the `test_cortexweb` database on that server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+from django.test import Client
+
+from apps.core.models import ApiToken
+from apps.core.redis import get_redis
+from apps.core.services import api_token_create
+from cortexweb.celery import app as celery_app
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None, django_db_blocker) -> Iterator[object]:
+    """A real Celery worker (threads in this process) consuming the real Redis broker.
+
+    Tests that need it must use ``transaction=True`` databases: the worker's
+    threads have their own connections and see only committed rows.
+    """
+    celery_app.loader.import_module("celery.contrib.testing.tasks")  # the ping task start_worker checks
+    celery_app.control.purge()
+    with (
+        django_db_blocker.unblock(),
+        start_worker(
+            celery_app,
+            pool="threads",
+            concurrency=2,
+            perform_ping_check=True,
+            shutdown_timeout=30,
+            loglevel="WARNING",
+            queues=["default"],
+        ) as worker,
+    ):
+        yield worker
+
+
+@pytest.fixture
+def redis_client():
+    return get_redis()
+
+
+@pytest.fixture
+def make_token(db: None):
+    """Create a token with the given scopes; returns (row, raw token)."""
+
+    def _make(*scopes: str, name: str = "test") -> tuple[ApiToken, str]:
+        return api_token_create(name=name, scopes=scopes or ("read",))
+
+    return _make
+
+
+@pytest.fixture
+def read_client(make_token) -> Client:
+    _, raw = make_token("read")
+    return Client(headers={"Authorization": f"Bearer {raw}"})
+
+
+@pytest.fixture
+def admin_client_token(make_token) -> Client:
+    _, raw = make_token("admin")
+    return Client(headers={"Authorization": f"Bearer {raw}"})
