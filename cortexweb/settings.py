@@ -60,7 +60,9 @@ def _secret(name: str, file_name: str) -> str:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_urlsafe(50))
-    return path.read_text().strip()
+    value = path.read_text().strip()
+    os.environ[name] = value  # the web and worker processes `manage.py run` starts share it
+    return value
 
 
 SECRET_KEY = _secret("DJANGO_SECRET_KEY", "secret_key")
@@ -131,6 +133,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(CORTEX_DATA_DIR / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=False)

@@ -11,7 +11,8 @@ from apps.core.logging import current_correlation_id, get_logger, reset_correlat
 from apps.core.metrics import celery_task_duration_seconds, celery_tasks_total
 
 logger = get_logger(__name__)
-CORRELATION_HEADER = "correlation_id"
+# Not "correlation_id": Celery already uses that message property for the task id.
+CORRELATION_HEADER = "cortex_correlation_id"
 _task_state: dict[str, tuple[object, float]] = {}
 
 

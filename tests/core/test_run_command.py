@@ -1,0 +1,88 @@
+"""`manage.py run` (what `make run` calls), end to end, in its own data directory:
+ready within two minutes, admin served, SIGTERM leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from cortexweb.embedded import EmbeddedServices
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
+    data_dir = tmp_path_factory.mktemp("run")
+    port = _free_port()
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "PROMETHEUS_MULTIPROC_DIR"}
+    }
+    environment |= {"CORTEX_DATA_DIR": str(data_dir), "PORT": str(port), "CELERY_WORKER_CONCURRENCY": "1"}
+    log_path = data_dir / "run.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "run"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        while _get(f"{base}/readyz") != 200:
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() - started < 120, log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        assert _get(f"{base}/admin/login/") == 200
+        assert "CortexWeb is ready" in log_path.read_text() or _wait_for_text(log_path, "CortexWeb is ready")
+        credentials = data_dir / "admin-credentials.txt"
+        assert credentials.stat().st_mode & 0o777 == 0o600
+        assert credentials.read_text().startswith("username: admin\npassword: ")
+
+        services = EmbeddedServices(data_dir)
+        status = services.status()
+        watched = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+        watched += [psutil.Process(status["postgres_pid"]), psutil.Process(status["redis_pid"])]
+        assert len(watched) >= 6  # run, web, worker (+ its pool), beat, postgres, redis
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+    gone, alive = psutil.wait_procs(watched, timeout=20)
+    assert alive == [], [(proc.pid, proc.info if hasattr(proc, "info") else "") for proc in alive]
+    assert services.status()["postgres_pid"] is None
+    assert services.status()["redis_pid"] is None
+    assert _get(f"{base}/healthz") == 0
+
+
+def _wait_for_text(path: Path, text: str, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in path.read_text():
+            return True
+        time.sleep(0.2)
+    return False
