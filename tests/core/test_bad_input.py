@@ -21,7 +21,7 @@ def _post_operations() -> list[str]:
     return sorted(path for path, operations in schema["paths"].items() if "post" in operations)
 
 
-def _assert_error_shape(response, statuses: set[int]) -> dict:  # noqa: ANN001
+def _assert_error_shape(response, statuses: set[int]) -> dict:
     assert response.status_code in statuses, (response.status_code, response.content[:500])
     body = response.json()
     assert set(body) == {"error"}
@@ -46,7 +46,9 @@ def test_there_are_post_endpoints_to_sweep() -> None:
         ("array body", [1, 2, 3], "application/json"),
     ],
 )
-def test_malformed_bodies_get_a_4xx_in_the_error_shape(make_token, name: str, body, content_type: str) -> None:  # noqa: ANN001
+def test_malformed_bodies_get_a_4xx_in_the_error_shape(
+    make_token, name: str, body, content_type: str
+) -> None:
     _, raw = make_token("admin")
     client = Client(headers={"Authorization": f"Bearer {raw}"})
     for path in _post_operations():
@@ -55,7 +57,7 @@ def test_malformed_bodies_get_a_4xx_in_the_error_shape(make_token, name: str, bo
         assert error["code"] in {"validation_error", "bad_request"}, (path, name)
 
 
-def test_unknown_field_is_named_in_the_details(make_token) -> None:  # noqa: ANN001
+def test_unknown_field_is_named_in_the_details(make_token) -> None:
     _, raw = make_token("admin")
     response = Client(headers={"Authorization": f"Bearer {raw}"}).post(
         "/v1/embeddings", {"input": ["hello"], "inptu": 1}, content_type="application/json"
@@ -66,7 +68,7 @@ def test_unknown_field_is_named_in_the_details(make_token) -> None:  # noqa: ANN
     ]
 
 
-def test_a_2mb_body_is_refused_before_parsing(make_token) -> None:  # noqa: ANN001
+def test_a_2mb_body_is_refused_before_parsing(make_token) -> None:
     _, raw = make_token("admin")
     client = Client(headers={"Authorization": f"Bearer {raw}"})
     body = json.dumps({"input": ["x" * (2 * 1024 * 1024)]})
@@ -76,7 +78,7 @@ def test_a_2mb_body_is_refused_before_parsing(make_token) -> None:  # noqa: ANN0
         assert error["details"] == {"limitBytes": 1024 * 1024, "receivedBytes": len(body)}
 
 
-def test_a_token_without_the_scope_gets_403(make_token) -> None:  # noqa: ANN001
+def test_a_token_without_the_scope_gets_403(make_token) -> None:
     _, raw = make_token("propose")
     response = Client(headers={"Authorization": f"Bearer {raw}"}).post(
         "/v1/embeddings", {"input": ["hello"]}, content_type="application/json"

@@ -60,9 +60,11 @@ def test_correlation_id_travels_into_celery_tasks(celery_worker: object) -> None
 
 
 @respx.mock
-def test_http_client_sends_user_agent_timeouts_and_request_id(settings) -> None:  # noqa: ANN001
+def test_http_client_sends_user_agent_timeouts_and_request_id(settings) -> None:
     settings.CORTEX_USER_AGENT = "CortexWeb/test (ops@example.org)"
-    route = respx.get("https://upstream.test/thing").mock(return_value=httpx.Response(302, headers={"Location": "/x"}))
+    route = respx.get("https://upstream.test/thing").mock(
+        return_value=httpx.Response(302, headers={"Location": "/x"})
+    )
     set_correlation_id("corr-up")
     try:
         with build_client(base_url="https://upstream.test", timeout=7) as client:

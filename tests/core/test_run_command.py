@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 def _get(url: str) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=5) as response:
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
@@ -49,7 +49,11 @@ def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: py
     log_path = data_dir / "run.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "run"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "manage.py", "run"],
+            cwd=ROOT,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -72,7 +76,7 @@ def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: py
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)
-    gone, alive = psutil.wait_procs(watched, timeout=20)
+    _gone, alive = psutil.wait_procs(watched, timeout=20)
     assert alive == [], [(proc.pid, proc.info if hasattr(proc, "info") else "") for proc in alive]
     assert services.status()["postgres_pid"] is None
     assert services.status()["redis_pid"] is None

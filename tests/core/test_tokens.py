@@ -67,7 +67,9 @@ def test_admin_scope_implies_every_other_scope() -> None:
 
 def test_tokens_create_prints_the_token_alone_on_its_last_line() -> None:
     stdout = io.StringIO()
-    call_command("tokens", "create", "--name", "script", "--scopes", "read,write", stdout=stdout, stderr=io.StringIO())
+    call_command(
+        "tokens", "create", "--name", "script", "--scopes", "read,write", stdout=stdout, stderr=io.StringIO()
+    )
     last_line = stdout.getvalue().strip().splitlines()[-1]
     token = ApiToken.objects.get(name="script")
     assert token.token_hash == hashlib.sha256(last_line.encode()).hexdigest()
