@@ -71,4 +71,4 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(PayloadTooLarge("The request body is larger than the server accepts."))
 
 
-# TMP api.add_router("/embeddings", "apps.embeddings.api.router")
+api.add_router("/embeddings", "apps.embeddings.api.router")

@@ -83,7 +83,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "ninja",
     "apps.core",
-    # TMP "apps.embeddings",
+    "apps.embeddings",
 ]
 
 MIDDLEWARE = [

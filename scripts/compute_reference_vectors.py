@@ -34,7 +34,7 @@ import sentence_transformers
 import torch
 from sentence_transformers import SentenceTransformer
 
-OUTPUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "embeddings" / "reference_vectors.json"
+OUTPUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "embeddings" / "reference_vectors.json"
 
 # Long enough (well over 256 word pieces) that the model's max_seq_length truncation is exercised.
 LONG_TEXT = " ".join(

@@ -1,13 +1,13 @@
 """``POST /v1/embeddings``: the service's own 384-d sentence embeddings, for agents that
 want to compare their text with what CortexWeb stores (same model, same space)."""
 
-from apps.embeddings.services import embed_texts, get_backend
 from django.http import HttpRequest
 from ninja import Router
 
 from apps.core.auth import read_token
 from apps.core.errors import ValidationFailed
 from apps.embeddings.schemas import MAX_TEXT_CHARS, EmbeddingsIn, EmbeddingsOut
+from apps.embeddings.services import embed_texts, get_backend
 
 router = Router(tags=["embeddings"])
 
