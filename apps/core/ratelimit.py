@@ -1,0 +1,216 @@
+"""The shared rate limiter (DESIGN §5.3): one limit across every process on every host.
+
+Celery's ``rate_limit`` is per worker, and a process-local token bucket is per
+process; upstream budgets (arXiv: one request every 3 s) are global. So all
+state lives in Redis and every decision is one atomic Lua script that reads the
+Redis server's clock, never the caller's.
+
+The algorithm is GCRA with reservations. The key holds the *theoretical arrival
+time* (TAT): when the limiter will next be idle. A caller arriving at ``now``
+takes the slot ``max(TAT, now) + interval - burst * interval`` and moves TAT on by
+one interval, in the same script. Slots are therefore handed out in the order
+callers reach Redis (arrival order) and are spaced ``interval`` apart once the
+burst is spent; each caller then sleeps until its own slot. A caller whose slot
+is further away than its deadline allows takes nothing and gets
+:class:`~apps.core.errors.RateLimited` with the exact ``retry_after`` at once.
+
+``ConnectionLock`` is the other half of "one connection at a time": a Redis lock
+with a random owner token and a TTL, so a crashed holder frees it by expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import redis
+
+from apps.core import metrics
+from apps.core.errors import RateLimited
+from apps.core.redis import get_redis
+
+KEY_PREFIX = "cortex:ratelimit:"
+LOCK_PREFIX = "cortex:lock:"
+
+# KEYS[1] = TAT key. ARGV = interval_us, burst, max_wait_us (-1 = unbounded).
+# Returns {granted (1/0), wait_us}: for a grant, how long to sleep until the slot;
+# for a refusal, how long until a retry would be granted without waiting.
+_RESERVE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local max_wait = tonumber(ARGV[3])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+local wait = new_tat - burst * interval - now
+if wait < 0 then wait = 0 end
+if max_wait >= 0 and wait > max_wait then
+  return {0, wait}
+end
+redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil((new_tat - now) / 1000) + 1000)
+return {1, wait}
+"""
+
+# KEYS[1] = lock key, ARGV[1] = owner token. Deletes only the caller's own lock.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A slot taken from a limiter: the caller may proceed after ``wait`` seconds."""
+
+    limiter: str
+    wait: float
+
+
+class RateLimiter:
+    """At most ``burst`` grants at once, then one per ``interval`` seconds, for every process.
+
+    ``RateLimiter("arxiv", interval=3.0)`` is arXiv's 1 request / 3 s;
+    ``RateLimiter(f"propose:{token_id}", interval=3.0, burst=20)`` is 20 per minute.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        interval: float,
+        burst: int = 1,
+        redis_client: redis.Redis | None = None,
+        key_prefix: str = KEY_PREFIX,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"interval must be positive, not {interval}")
+        if burst < 1:
+            raise ValueError(f"burst must be at least 1, not {burst}")
+        self.name = name
+        self.interval = interval
+        self.burst = burst
+        self.key = f"{key_prefix}{name}"
+        self._redis = redis_client
+        self._interval_us = round(interval * 1_000_000)
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self._redis or get_redis()
+
+    def reserve(self, *, max_wait: float | None = None) -> Reservation:
+        """Take the next slot, or raise ``RateLimited`` if it is more than ``max_wait`` s away.
+
+        Does not sleep: the caller waits ``reservation.wait`` seconds itself.
+        """
+        limit_us = -1 if max_wait is None else max(0, round(max_wait * 1_000_000))
+        granted, wait_us = self.redis.eval(_RESERVE, 1, self.key, self._interval_us, self.burst, limit_us)
+        wait = int(wait_us) / 1_000_000
+        if not granted:
+            metrics.rate_limited_total.labels(limiter=self.name).inc()
+            raise RateLimited(
+                f"Rate limit '{self.name}' is saturated; retry after {wait:.1f} s.",
+                retry_after=wait,
+                details={"limiter": self.name},
+            )
+        if wait > 0:
+            metrics.rate_limit_waits_total.labels(limiter=self.name).inc()
+        return Reservation(limiter=self.name, wait=wait)
+
+    def acquire(self, *, max_wait: float | None = None, deadline: float | None = None) -> float:
+        """Block until this caller's slot; returns the seconds waited.
+
+        ``max_wait`` is relative (seconds), ``deadline`` absolute (``time.monotonic()``);
+        the nearer of the two applies, and neither means wait as long as the queue needs.
+        """
+        reservation = self.reserve(max_wait=_remaining(max_wait, deadline))
+        if reservation.wait > 0:
+            time.sleep(reservation.wait)
+        return reservation.wait
+
+    async def acquire_async(self, *, max_wait: float | None = None, deadline: float | None = None) -> float:
+        """``acquire`` for coroutines: the reservation runs in a thread, the wait is ``asyncio.sleep``."""
+        reservation = await asyncio.to_thread(self.reserve, max_wait=_remaining(max_wait, deadline))
+        if reservation.wait > 0:
+            await asyncio.sleep(reservation.wait)
+        return reservation.wait
+
+    def try_acquire(self) -> bool:
+        """Take a slot only if it is free now (for per-token API limits that never queue)."""
+        try:
+            self.reserve(max_wait=0)
+        except RateLimited:
+            return False
+        return True
+
+    def check(self) -> None:
+        """Take a slot free now or raise ``RateLimited`` with when to retry (an HTTP 429)."""
+        self.reserve(max_wait=0)
+
+    def reset(self) -> None:
+        """Forget all reservations (operators, tests)."""
+        self.redis.delete(self.key)
+
+
+def _remaining(max_wait: float | None, deadline: float | None) -> float | None:
+    if deadline is None:
+        return max_wait
+    until_deadline = max(0.0, deadline - time.monotonic())
+    return until_deadline if max_wait is None else min(max_wait, until_deadline)
+
+
+class ConnectionLock:
+    """One holder at a time across processes; the TTL frees it if the holder dies.
+
+    ``ttl`` must exceed the longest time a holder keeps it (a request's read timeout).
+    """
+
+    poll_interval = 0.05
+
+    def __init__(self, name: str, *, ttl: float = 60.0, redis_client: redis.Redis | None = None) -> None:
+        if ttl <= 0:
+            raise ValueError(f"ttl must be positive, not {ttl}")
+        self.name = name
+        self.ttl = ttl
+        self.key = f"{LOCK_PREFIX}{name}"
+        self._redis = redis_client
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self._redis or get_redis()
+
+    @contextlib.contextmanager
+    def hold(self, *, max_wait: float | None = None, deadline: float | None = None) -> Iterator[None]:
+        """Hold the lock for the ``with`` block, waiting at most until the deadline.
+
+        Raises ``RateLimited`` (retry after the holder's remaining TTL) when the wait would pass it.
+        """
+        remaining = _remaining(max_wait, deadline)
+        give_up_at = None if remaining is None else time.monotonic() + remaining
+        token = secrets.token_hex(16)
+        ttl_ms = max(1, round(self.ttl * 1000))
+        while not self.redis.set(self.key, token, nx=True, px=ttl_ms):
+            now = time.monotonic()
+            if give_up_at is not None and now >= give_up_at:
+                held_for_ms = self.redis.pttl(self.key)
+                retry_after = max(held_for_ms, 0) / 1000
+                metrics.rate_limited_total.labels(limiter=f"lock:{self.name}").inc()
+                raise RateLimited(
+                    f"'{self.name}' allows one connection at a time and it is in use; "
+                    f"retry after {retry_after:.1f} s.",
+                    retry_after=retry_after,
+                    details={"limiter": f"lock:{self.name}"},
+                )
+            pause = self.poll_interval if give_up_at is None else min(self.poll_interval, give_up_at - now)
+            time.sleep(max(pause, 0.001))
+        try:
+            yield
+        finally:
+            self.redis.eval(_RELEASE, 1, self.key, token)
