@@ -82,8 +82,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "ninja",
+    "django_htmx",
     "apps.core",
     "apps.embeddings",
+    "apps.connectors",
 ]
 
 MIDDLEWARE = [
@@ -98,6 +100,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "cortexweb.urls"
@@ -200,6 +203,13 @@ PROMETHEUS_MULTIPROC_DIR = env.str(
 )
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+
+# The service map's HMAC key (DESIGN §5.1); generated once in embedded mode like SECRET_KEY.
+CORTEX_SIGNING_KEY = _secret("CORTEX_SIGNING_KEY", "signing_key")
+CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
+CORTEX_CONNECTORS_MANIFEST = env.path(
+    "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"
+)
 
 EMBEDDINGS_URL = env.str("EMBEDDINGS_URL", default="")
 EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="all-MiniLM-L6-v2")

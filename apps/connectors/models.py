@@ -1,0 +1,202 @@
+"""The connector registry: remote tool servers, the tools they expose, and every call made.
+
+Operators own the catalogue (names, tags, scopes, aliases); sync only records what
+the upstream reports next to it (``upstream_*`` fields and the drift state), so a
+sync never rewrites what an operator decided.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.postgres.fields import ArrayField
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+TOOL_NAME_PATTERN = r"^[a-z0-9._-]{1,64}$"
+TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
+CONNECTOR_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+
+tool_name_validator = RegexValidator(
+    TOOL_NAME_PATTERN, "Use 1–64 characters from a–z, 0–9, '.', '_' and '-'."
+)
+connector_id_validator = RegexValidator(
+    CONNECTOR_ID_PATTERN, "Use 1–64 characters from a–z, 0–9 and '-', starting with a letter or digit."
+)
+
+
+class Transport(models.TextChoices):
+    MCP = "mcp", "MCP (streamable HTTP)"
+    NATIVE = "native", "Native adapter"
+
+
+class AuthType(models.TextChoices):
+    NONE = "none", "None"
+    BEARER = "bearer", "Bearer token"
+    API_KEY = "api_key", "API key header"
+
+
+class DriftState(models.TextChoices):
+    UNSYNCED = "unsynced", "Not synced yet"
+    IN_SYNC = "in_sync", "In sync"
+    MISSING_UPSTREAM = "missing_upstream", "Declared but missing upstream"
+    SCHEMA_CHANGED = "schema_changed", "Input schema changed upstream"
+
+
+class ConnectorQuerySet(models.QuerySet["Connector"]):
+    def enabled(self) -> ConnectorQuerySet:
+        return self.filter(enabled=True)
+
+
+class Connector(models.Model):
+    """A remote tool server (MCP) or a built-in upstream (native adapter)."""
+
+    slug = models.CharField(
+        "id",
+        max_length=64,
+        unique=True,
+        validators=[connector_id_validator],
+        help_text="The service map's id.",
+    )
+    name = models.CharField(max_length=200)
+    version = models.CharField(max_length=64)
+    transport = models.CharField(max_length=16, choices=Transport.choices)
+    endpoint = models.URLField(max_length=500, help_text="Used when the endpoint variable is unset.")
+    endpoint_env = models.CharField(
+        max_length=100, blank=True, help_text="Environment variable that overrides the endpoint."
+    )
+    auth_type = models.CharField(max_length=16, choices=AuthType.choices, default=AuthType.NONE)
+    auth_secret_env = models.CharField(
+        max_length=100, blank=True, help_text="Environment variable holding the secret (never the secret)."
+    )
+    auth_header = models.CharField(max_length=100, blank=True, help_text="Header name for API-key auth.")
+    scopes = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    ttl_seconds = models.PositiveIntegerField(default=1800, validators=[MinValueValidator(1)])
+    enabled = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    rate_limit_interval = models.FloatField(
+        null=True, blank=True, help_text="Seconds between calls, shared by every process (empty = no limit)."
+    )
+    rate_limit_burst = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    timeout_seconds = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.1)], help_text="Empty: the HTTP read timeout."
+    )
+    text_error_patterns = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Upstream failures that arrive as ordinary text: [{"pattern": regex, "retryable": bool}].',
+    )
+    position = models.PositiveIntegerField(default=0)
+    undeclared_upstream_tools = ArrayField(
+        models.CharField(max_length=200), default=list, blank=True, help_text="Found upstream, not declared."
+    )
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    last_sync_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ConnectorQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["position", "slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class RemoteToolQuerySet(models.QuerySet["RemoteTool"]):
+    def published(self) -> RemoteToolQuerySet:
+        """Tools of enabled connectors, as agents see them."""
+        return self.filter(connector__enabled=True).select_related("connector")
+
+    def drifted(self) -> RemoteToolQuerySet:
+        return self.filter(drift__in=[DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED])
+
+
+class RemoteTool(models.Model):
+    """One tool under its canonical name; ``upstream_name`` is what the connector calls it now."""
+
+    connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=64, unique=True, validators=[tool_name_validator])
+    description = models.TextField(blank=True)
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    scopes = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    upstream_name = models.CharField(max_length=200, blank=True, help_text="Empty: the canonical name.")
+    declared_input_schema = models.JSONField(
+        null=True, blank=True, help_text="JSON Schema of the arguments, as the manifest declares it."
+    )
+    upstream_input_schema = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="JSON Schema of the arguments, as the upstream reported it at the last sync.",
+    )
+    annotations = models.JSONField(default=dict, blank=True)
+    upstream_description = models.TextField(blank=True)
+    drift = models.CharField(max_length=20, choices=DriftState.choices, default=DriftState.UNSYNCED)
+    last_seen_upstream_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RemoteToolQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["connector__position", "connector__slug", "position", "name"]
+        indexes = [models.Index(fields=["connector", "position"], name="connectors_tool_position")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def upstream_call_name(self) -> str:
+        return self.upstream_name or self.name
+
+    @property
+    def input_schema(self) -> dict | None:
+        """What arguments are checked against: the upstream's own schema once synced."""
+        return self.upstream_input_schema or self.declared_input_schema
+
+
+class ToolAlias(models.Model):
+    """Another name for a tool (an old or current upstream name); renames are data, not code."""
+
+    tool = models.ForeignKey(RemoteTool, on_delete=models.CASCADE, related_name="aliases")
+    name = models.CharField(max_length=200, unique=True)
+
+    class Meta:
+        ordering = ["tool", "name"]
+        verbose_name_plural = "tool aliases"
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.tool.name}"
+
+
+class ToolCallStatus(models.TextChoices):
+    OK = "ok", "OK"
+    UPSTREAM_ERROR = "upstream_error", "Upstream error"
+    RATE_LIMITED = "rate_limited", "Rate limited"
+    INVALID_ARGUMENTS = "invalid_arguments", "Invalid arguments"
+
+
+class ToolCall(models.Model):
+    """One dispatched call: what was asked, of whom, how it ended and how long it took."""
+
+    tool = models.ForeignKey(RemoteTool, null=True, on_delete=models.SET_NULL, related_name="calls")
+    tool_name = models.CharField(max_length=64)
+    requested_name = models.CharField(max_length=200)
+    upstream_name = models.CharField(max_length=200)
+    connector_slug = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=ToolCallStatus.choices)
+    retryable = models.BooleanField(default=False)
+    duration_ms = models.FloatField()
+    error = models.TextField(blank=True)
+    correlation_id = models.CharField(max_length=64, blank=True)
+    token = models.ForeignKey("core.ApiToken", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["connector_slug", "tool_name", "-created_at"], name="toolcall_lookup")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.status}"

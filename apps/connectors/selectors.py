@@ -1,0 +1,157 @@
+"""Reads of the connector registry: the signed service map (cached) and the tool catalogue."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch
+from ulid import ULID
+
+from apps.connectors.models import Connector, RemoteTool, ToolAlias
+from apps.connectors.services import REGISTRY_VERSION_KEY
+from apps.core.errors import NotFound
+from apps.core.redis import get_redis
+from apps.core.signing import sign
+
+SERVICE_MAP_CACHE_KEY = "cortex:connectors:service-map:{version}"
+
+
+def connector_endpoint(connector: Connector) -> str:
+    """The endpoint in effect: the connector's environment variable when set, else the stored URL."""
+    if connector.endpoint_env:
+        return os.environ.get(connector.endpoint_env) or connector.endpoint
+    return connector.endpoint
+
+
+def _published_tool(tool: RemoteTool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        entry["description"] = tool.description
+    if tool.tags:
+        entry["tags"] = list(tool.tags)
+    if tool.scopes:
+        entry["scopes"] = list(tool.scopes)
+    return entry
+
+
+def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, Any]:
+    """The unsigned service map: every connector as agents see it; internals never published."""
+    brand = settings.CORTEX_BRAND
+    connectors = Connector.objects.prefetch_related(
+        Prefetch("tools", queryset=RemoteTool.objects.order_by("position", "name"))
+    ).order_by("position", "slug")
+    entries = []
+    for connector in connectors:
+        entry: dict[str, Any] = {
+            "id": connector.slug,
+            "version": connector.version,
+            "endpoint": connector_endpoint(connector),
+            "auth": {"type": connector.auth_type},
+            "scopes": list(connector.scopes),
+            "ttlSeconds": connector.ttl_seconds,
+            "enabled": connector.enabled,
+            "metadata": {**connector.metadata, "brand": brand},
+        }
+        tools = connector.tools.all()
+        if tools:
+            entry["remoteTools"] = [_published_tool(tool) for tool in tools]
+        entries.append(entry)
+    generated_at = generated_at or datetime.now(UTC)
+    return {
+        "id": str(ULID()),
+        "brand": brand,
+        "generatedAt": generated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "ttlSeconds": settings.CORTEX_SERVICE_MAP_TTL,
+        "connectors": entries,
+    }
+
+
+@dataclass(frozen=True)
+class SignedServiceMap:
+    body: bytes
+    etag: str
+    version: int
+    expires_at: float
+
+
+def service_map_signed() -> SignedServiceMap:
+    """Build and sign a fresh map (uncached)."""
+    payload = service_map_payload()
+    signature = sign(payload, key=settings.CORTEX_SIGNING_KEY)
+    body = json.dumps({**payload, "signature": signature}, ensure_ascii=False).encode("utf-8")
+    return SignedServiceMap(
+        body=body, etag=f'"{signature}"', version=0, expires_at=time.time() + settings.CORTEX_SERVICE_MAP_TTL
+    )
+
+
+_process_cache: dict[str, SignedServiceMap] = {}
+
+
+def registry_version() -> int:
+    return int(get_redis().get(REGISTRY_VERSION_KEY) or 0)
+
+
+def service_map_cached() -> SignedServiceMap:
+    """The current signed map, shared by all processes until the registry changes or it expires.
+
+    One Redis read (the registry version) per request; the map itself is kept in this
+    process and in Redis, where the first process to build a version publishes it so
+    every process serves the same id, signature and ETag.
+    """
+    version = registry_version()
+    local = _process_cache.get("map")
+    if local and local.version == version and local.expires_at > time.time():
+        return local
+    redis = get_redis()
+    key = SERVICE_MAP_CACHE_KEY.format(version=version)
+    stored = redis.hgetall(key)
+    if not stored:
+        fresh = service_map_signed()
+        ttl_ms = max(1, round((fresh.expires_at - time.time()) * 1000))
+        with redis.pipeline() as pipe:
+            pipe.hsetnx(key, "body", fresh.body)
+            pipe.hsetnx(key, "etag", fresh.etag)
+            pipe.hsetnx(key, "expires_at", repr(fresh.expires_at))
+            pipe.pexpire(key, ttl_ms, nx=True)
+            pipe.hgetall(key)
+            stored = pipe.execute()[-1]
+    document = SignedServiceMap(
+        body=stored[b"body"],
+        etag=stored[b"etag"].decode(),
+        version=version,
+        expires_at=float(stored[b"expires_at"]),
+    )
+    _process_cache["map"] = document
+    return document
+
+
+def tools_filtered(*, tags: list[str] | None = None, scopes: list[str] | None = None) -> list[RemoteTool]:
+    """Published tools carrying every given tag and every given scope, in catalogue order."""
+    wanted_tags, wanted_scopes = set(tags or ()), set(scopes or ())
+    return [
+        tool
+        for tool in RemoteTool.objects.published().order_by(
+            "connector__position", "connector__slug", "position"
+        )
+        if wanted_tags <= set(tool.tags) and wanted_scopes <= set(tool.scopes)
+    ]
+
+
+def tool_resolve(*, name: str) -> RemoteTool:
+    """A tool by canonical name or alias, with its connector; ``NotFound`` naming the name."""
+    tool = RemoteTool.objects.select_related("connector").filter(name=name).first()
+    if tool is None:
+        alias = ToolAlias.objects.select_related("tool__connector").filter(name=name).first()
+        tool = alias.tool if alias else None
+    if tool is None:
+        raise NotFound(
+            f"No tool is called {name!r}; GET /v1/tools lists the tools and their names.",
+            details={"name": name},
+        )
+    return tool
