@@ -110,23 +110,16 @@ def service_map_cached() -> SignedServiceMap:
         return local
     redis = get_redis()
     key = SERVICE_MAP_CACHE_KEY.format(version=version)
-    stored = redis.hgetall(key)
-    if not stored:
+    stored = redis.get(key)
+    if stored is None:
         fresh = service_map_signed()
         ttl_ms = max(1, round((fresh.expires_at - time.time()) * 1000))
-        with redis.pipeline() as pipe:
-            pipe.hsetnx(key, "body", fresh.body)
-            pipe.hsetnx(key, "etag", fresh.etag)
-            pipe.hsetnx(key, "expires_at", repr(fresh.expires_at))
-            pipe.pexpire(key, ttl_ms, nx=True)
-            pipe.hgetall(key)
-            stored = pipe.execute()[-1]
-    document = SignedServiceMap(
-        body=stored[b"body"],
-        etag=stored[b"etag"].decode(),
-        version=version,
-        expires_at=float(stored[b"expires_at"]),
-    )
+        packed = b"\n".join([fresh.etag.encode(), repr(fresh.expires_at).encode(), fresh.body])
+        # NX: when processes race to build one version, the first one's map is everyone's.
+        redis.set(key, packed, nx=True, px=ttl_ms)
+        stored = redis.get(key) or packed
+    etag, expires_at, body = stored.split(b"\n", 2)
+    document = SignedServiceMap(body=body, etag=etag.decode(), version=version, expires_at=float(expires_at))
     _process_cache["map"] = document
     return document
 

@@ -1,0 +1,61 @@
+"""Agent endpoints of the connector registry: the signed service map, the tool catalogue,
+tool calls and planning. Thin: parse, call one selector or service, render."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+from ninja import Query, Router, Schema
+
+from apps.connectors import selectors
+from apps.connectors.schemas import ToolOut
+
+router = Router(tags=["connectors"])
+
+
+@router.get(
+    "/connectors/service-map",
+    auth=None,
+    summary="The signed service map",
+    response={200: dict, 304: None},
+    description="Every connector and its published tools, signed with HMAC-SHA256 over RFC 8785 JSON. "
+    "Send the ETag back in If-None-Match to get 304 while the registry is unchanged.",
+)
+def service_map(request: HttpRequest) -> HttpResponse:
+    document = selectors.service_map_cached()
+    if document.etag in _etags(request.headers.get("If-None-Match", "")):
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        response = HttpResponse(document.body, content_type="application/json")
+    response["ETag"] = document.etag
+    response["Cache-Control"] = "no-cache"  # revalidate each time: the registry can change any moment
+    return response
+
+
+def _etags(header: str) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
+
+
+class ToolFilter(Schema):
+    tags: str | None = None
+    scopes: str | None = None
+
+
+@router.get("/tools", auth=None, response=list[ToolOut], summary="Tools, filtered by tags and scopes")
+def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
+    """Published tools carrying *all* the comma-separated ``tags`` and ``scopes`` given."""
+    tools = selectors.tools_filtered(tags=_csv(filters.tags), scopes=_csv(filters.scopes))
+    return [
+        {
+            "name": tool.name,
+            "connector": tool.connector.slug,
+            "description": tool.description or None,
+            "tags": tool.tags,
+            "scopes": tool.scopes,
+            "inputSchema": tool.input_schema,
+        }
+        for tool in tools
+    ]
+
+
+def _csv(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
