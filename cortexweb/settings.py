@@ -206,6 +206,9 @@ Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
 # The service map's HMAC key (DESIGN §5.1); generated once in embedded mode like SECRET_KEY.
 CORTEX_SIGNING_KEY = _secret("CORTEX_SIGNING_KEY", "signing_key")
+# Called by `manage.py run` after migrating: each loads its app's defaults when absent (first start)
+# and returns an object with summary(), or None when there was nothing to do.
+CORTEX_DEFAULT_DATA_LOADERS = ["apps.connectors.services.manifest_load_default_if_empty"]
 CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
 CORTEX_CONNECTORS_MANIFEST = env.path(
     "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"

@@ -7,7 +7,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from ninja import Query, Router, Schema
 
 from apps.connectors import selectors
-from apps.connectors.schemas import ToolOut
+from apps.connectors.planner import plan_create
+from apps.connectors.schemas import PlanIn, PlanOut, ToolOut
+from apps.core.auth import read_token
 
 router = Router(tags=["connectors"])
 
@@ -59,3 +61,9 @@ def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
 
 def _csv(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+@router.post("/agents/plan", auth=read_token, response=PlanOut, summary="Plan tool steps for an intent")
+def plan(request: HttpRequest, payload: PlanIn) -> dict:
+    """Ordered steps chosen from the registry by tags and scopes (never by hard-coded names)."""
+    return plan_create(intent=payload.intent, query=payload.query, scope=payload.scope)

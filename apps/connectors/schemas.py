@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Field, Schema
+
+from apps.core.schemas import StrictSchema
 
 
 class ToolOut(Schema):
@@ -14,3 +16,25 @@ class ToolOut(Schema):
     tags: list[str]
     scopes: list[str]
     inputSchema: dict[str, Any] | None = Field(None, description="JSON Schema of the arguments, when known.")
+
+
+class PlanIn(StrictSchema):
+    intent: Literal["fact_query", "literature_search"]
+    query: str = Field(..., min_length=1, max_length=500)
+    scope: Literal["facts", "properties"] | None = Field(None, description="fact_query only; default facts.")
+
+
+class PlanStepOut(Schema):
+    order: int
+    tool: str
+    connector: str
+    purpose: str
+    arguments: dict[str, Any]
+    optional: bool
+
+
+class PlanOut(Schema):
+    intent: str
+    query: str
+    scope: str | None = None
+    steps: list[PlanStepOut]

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.module_loading import import_string
 
 from apps.core.services import superuser_ensure
 
@@ -105,6 +106,10 @@ class Command(BaseCommand):
             password_file=settings.CORTEX_DATA_DIR / "admin-credentials.txt",
         )
         self._admin_note = credentials
+        for loader_path in settings.CORTEX_DEFAULT_DATA_LOADERS:
+            loaded = import_string(loader_path)()
+            if loaded is not None:
+                self._say(f"loaded default data ({loader_path}): {loaded.summary()}")
         # Metric files of a previous run describe dead processes.
         shutil.rmtree(settings.PROMETHEUS_MULTIPROC_DIR, ignore_errors=True)
         Path(settings.PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)

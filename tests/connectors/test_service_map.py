@@ -1,0 +1,148 @@
+"""GET /v1/connectors/service-map: the seed's shape, signed (DESIGN §5.1), cached until changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from apps.connectors import selectors
+from apps.connectors.models import Connector, RemoteTool
+from apps.connectors.services import manifest_import
+from apps.core.redis import get_redis
+from apps.core.signing import canonical_json, sign, verify
+
+# Copied from the shared contracts (../shared/contracts/), which a clone of this repository lacks.
+VECTOR = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "contracts" / "service-map-signing-vector.json").read_text(
+        "utf-8"
+    )
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_cache() -> None:
+    selectors._process_cache.clear()
+
+
+def _get(client: Client | None = None, **headers):
+    return (client or Client()).get("/v1/connectors/service-map", headers=headers)
+
+
+def test_the_contract_vector_verifies() -> None:
+    assert canonical_json(VECTOR["payload"]).decode("utf-8") == VECTOR["canonical"]
+    assert sign(VECTOR["payload"], key=VECTOR["keyUtf8"]) == VECTOR["signature"]
+    assert verify(VECTOR["payload"], signature=VECTOR["signature"], key=VECTOR["keyUtf8"])
+    tampered = json.loads(json.dumps(VECTOR["payload"]))
+    tampered["connectors"][1]["enabled"] = False
+    assert not verify(tampered, signature=VECTOR["signature"], key=VECTOR["keyUtf8"])
+
+
+def test_map_has_the_seed_shape_and_a_valid_signature(default_registry: dict, monkeypatch) -> None:
+    monkeypatch.delenv("WIKIDATA_MCP_URL", raising=False)
+    response = _get()
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    signature = body.pop("signature")
+    assert verify(body, signature=signature, key=settings.CORTEX_SIGNING_KEY)
+    assert response["ETag"] == f'"{signature}"'
+    assert list(body) == ["id", "brand", "generatedAt", "ttlSeconds", "connectors"]
+    assert len(body["id"]) == 26 and body["brand"] == "brAInwav" and body["ttlSeconds"] == 1800
+    assert body["generatedAt"].endswith("Z")
+    arxiv, perplexity, wikidata = body["connectors"]
+    assert perplexity == {
+        "id": "perplexity",
+        "version": "1.0.0",
+        "endpoint": "https://api.perplexity.ai/mcp",
+        "auth": {"type": "bearer"},
+        "scopes": ["search:web"],
+        "ttlSeconds": 900,
+        "enabled": False,
+        "metadata": {"brand": "brAInwav"},
+    }
+    assert wikidata["endpoint"] == "https://wd-mcp.wmcloud.org/mcp/"
+    assert wikidata["metadata"] == {
+        "dumpDate": "2024-09-18",
+        "source": "https://github.com/wmde/WikidataMCP",
+        "brand": "brAInwav",
+    }
+    assert wikidata["remoteTools"][:4] == VECTOR["payload"]["connectors"][1]["remoteTools"]
+    assert arxiv["remoteTools"] == [
+        {
+            "name": "arxiv.search",
+            "description": "Search arXiv papers by query, with paging and sorting",
+            "tags": ["academic", "papers", "search", "arxiv"],
+            "scopes": ["literature"],
+        }
+    ]
+    text = response.content.decode()
+    for internal in (
+        "upstreamName",
+        "aliases",
+        "get_entity_claims",
+        "secretEnv",
+        "PERPLEXITY_API_KEY",
+        "null",
+    ):
+        assert internal not in text
+
+
+def test_endpoint_variable_overrides_the_stored_endpoint(default_registry: dict, monkeypatch) -> None:
+    monkeypatch.setenv("WIKIDATA_MCP_URL", "http://127.0.0.1:8765/mcp/")
+    wikidata = selectors.service_map_payload()["connectors"][2]
+    assert wikidata["endpoint"] == "http://127.0.0.1:8765/mcp/"
+
+
+def test_etag_revalidation_answers_304(default_registry: dict) -> None:
+    first = _get()
+    again = _get(**{"If-None-Match": first["ETag"]})
+    assert again.status_code == 304
+    assert again.content == b""
+    assert again["ETag"] == first["ETag"]
+    assert _get(**{"If-None-Match": '"stale", ' + first["ETag"]}).status_code == 304
+    assert _get(**{"If-None-Match": '"stale"'}).status_code == 200
+
+
+def test_every_process_serves_the_same_cached_map(default_registry: dict) -> None:
+    first = _get()
+    selectors._process_cache.clear()  # as another process would, with only Redis in common
+    second = _get()
+    assert second.content == first.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_any_registry_change_invalidates_the_map_after_commit(default_manifest: dict) -> None:
+    manifest_import(data=default_manifest)
+    first = _get()
+    tool = RemoteTool.objects.get(name="wikidata.sparql")
+    tool.tags = [*tool.tags, "read-only"]
+    tool.save()
+    second = _get(**{"If-None-Match": first["ETag"]})
+    assert second.status_code == 200
+    assert second.json()["connectors"][2]["remoteTools"][3]["tags"] == [
+        "sparql",
+        "wikidata",
+        "provenance",
+        "read-only",
+    ]
+
+    Connector.objects.filter(slug="perplexity").get().delete()
+    third = _get()
+    assert [entry["id"] for entry in third.json()["connectors"]] == ["arxiv", "wikidata"]
+
+    default_manifest["connectors"][0]["enabled"] = False
+    manifest_import(data=default_manifest)
+    assert _get().json()["connectors"][0]["enabled"] is False
+
+
+def test_the_map_is_rebuilt_once_its_ttl_has_passed(default_registry: dict, settings, monkeypatch) -> None:
+    first = selectors.service_map_cached()
+    later = first.expires_at + 1
+    monkeypatch.setattr(selectors.time, "time", lambda: later)
+    # Redis expires its copy by itself at the same moment; here the clock is only moved for Python.
+    get_redis().delete(selectors.SERVICE_MAP_CACHE_KEY.format(version=selectors.registry_version()))
+    assert selectors.service_map_cached().etag != first.etag
