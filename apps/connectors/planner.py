@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from apps.connectors.models import RemoteTool
+from apps.connectors.selectors import ToolSpec, published_tool_index
 from apps.core.errors import ValidationFailed
 
 FACT_SCOPES = ("facts", "properties")
@@ -36,11 +36,11 @@ class Capability:
     optional: bool = False
     arguments: Callable[[str], dict[str, Any]] = lambda query: {"query": query}
 
-    def fits(self, tool: RemoteTool) -> bool:
-        return self.tags <= set(tool.tags) and self.scopes <= set(tool.scopes)
+    def fits(self, tool: ToolSpec) -> bool:
+        return self.tags <= tool.tags and self.scopes <= tool.scopes
 
-    def score(self, tool: RemoteTool) -> int:
-        return len((self.tags | self.preferred_tags) & set(tool.tags)) + len(self.scopes & set(tool.scopes))
+    def score(self, tool: ToolSpec) -> int:
+        return len((self.tags | self.preferred_tags) & tool.tags) + len(self.scopes & tool.scopes)
 
 
 def _from_step(step: int, *, top: int) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def plan_create(*, intent: str, query: str, scope: str | None = None) -> dict[st
         raise ValidationFailed(
             f"Unknown intent {intent!r}; use fact_query or literature_search.", details={"field": "intent"}
         )
-    tools = list(RemoteTool.objects.published())
+    tools = published_tool_index()
     steps = []
     for capability in capabilities:
         tool = best_tool(capability, tools)
@@ -117,7 +117,7 @@ def plan_create(*, intent: str, query: str, scope: str | None = None) -> dict[st
             {
                 "order": len(steps) + 1,
                 "tool": tool.name,
-                "connector": tool.connector.slug,
+                "connector": tool.connector,
                 "purpose": capability.purpose,
                 "arguments": capability.arguments(query),
                 "optional": capability.optional,
@@ -126,14 +126,14 @@ def plan_create(*, intent: str, query: str, scope: str | None = None) -> dict[st
     return {"intent": intent, "query": query, "scope": scope, "steps": steps}
 
 
-def best_tool(capability: Capability, tools: Iterable[RemoteTool]) -> RemoteTool | None:
+def best_tool(capability: Capability, tools: Iterable[ToolSpec]) -> ToolSpec | None:
     candidates = [tool for tool in tools if capability.fits(tool)]
     if not candidates:
         return None
     return min(candidates, key=lambda tool: (-capability.score(tool), tool.name))
 
 
-def _missing(capability: Capability, tools: list[RemoteTool]) -> ValidationFailed:
+def _missing(capability: Capability, tools: Iterable[ToolSpec]) -> ValidationFailed:
     known_tags = {tag for tool in tools for tag in tool.tags}
     known_scopes = {scope for tool in tools for scope in tool.scopes}
     missing_tags = sorted(capability.tags - known_tags)

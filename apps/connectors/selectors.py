@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
 from ulid import ULID
 
 from apps.connectors.models import Connector, RemoteTool, ToolAlias
@@ -24,43 +23,63 @@ SERVICE_MAP_CACHE_KEY = "cortex:connectors:service-map:{version}"
 
 def connector_endpoint(connector: Connector) -> str:
     """The endpoint in effect: the connector's environment variable when set, else the stored URL."""
-    if connector.endpoint_env:
-        return os.environ.get(connector.endpoint_env) or connector.endpoint
-    return connector.endpoint
+    return _endpoint(connector.endpoint, connector.endpoint_env)
 
 
-def _published_tool(tool: RemoteTool) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": tool.name}
-    if tool.description:
-        entry["description"] = tool.description
-    if tool.tags:
-        entry["tags"] = list(tool.tags)
-    if tool.scopes:
-        entry["scopes"] = list(tool.scopes)
+def _endpoint(stored: str, variable: str) -> str:
+    return (os.environ.get(variable) if variable else None) or stored
+
+
+def _published_tool(name: str, description: str, tags: list[str], scopes: list[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name}
+    if description:
+        entry["description"] = description
+    if tags:
+        entry["tags"] = tags
+    if scopes:
+        entry["scopes"] = scopes
     return entry
 
 
 def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, Any]:
-    """The unsigned service map: every connector as agents see it; internals never published."""
+    """The unsigned service map: every connector as agents see it; internals never published.
+
+    Reads plain column values (two queries, no model instances): the map of a large
+    registry must build in well under 50 ms.
+    """
     brand = settings.CORTEX_BRAND
-    connectors = Connector.objects.prefetch_related(
-        Prefetch("tools", queryset=RemoteTool.objects.order_by("position", "name"))
-    ).order_by("position", "slug")
+    tools: dict[int, list[dict[str, Any]]] = {}
+    tool_rows = RemoteTool.objects.order_by("connector_id", "position", "name").values_list(
+        "connector_id", "name", "description", "tags", "scopes"
+    )
+    for connector_id, *fields in tool_rows:
+        tools.setdefault(connector_id, []).append(_published_tool(*fields))
     entries = []
-    for connector in connectors:
+    connector_rows = Connector.objects.order_by("position", "slug").values(
+        "pk",
+        "slug",
+        "version",
+        "endpoint",
+        "endpoint_env",
+        "auth_type",
+        "scopes",
+        "ttl_seconds",
+        "enabled",
+        "metadata",
+    )
+    for row in connector_rows:
         entry: dict[str, Any] = {
-            "id": connector.slug,
-            "version": connector.version,
-            "endpoint": connector_endpoint(connector),
-            "auth": {"type": connector.auth_type},
-            "scopes": list(connector.scopes),
-            "ttlSeconds": connector.ttl_seconds,
-            "enabled": connector.enabled,
-            "metadata": {**connector.metadata, "brand": brand},
+            "id": row["slug"],
+            "version": row["version"],
+            "endpoint": _endpoint(row["endpoint"], row["endpoint_env"]),
+            "auth": {"type": row["auth_type"]},
+            "scopes": row["scopes"],
+            "ttlSeconds": row["ttl_seconds"],
+            "enabled": row["enabled"],
+            "metadata": {**row["metadata"], "brand": brand},
         }
-        tools = connector.tools.all()
-        if tools:
-            entry["remoteTools"] = [_published_tool(tool) for tool in tools]
+        if row["pk"] in tools:
+            entry["remoteTools"] = tools[row["pk"]]
         entries.append(entry)
     generated_at = generated_at or datetime.now(UTC)
     return {
@@ -93,6 +112,12 @@ def service_map_signed() -> SignedServiceMap:
 _process_cache: dict[str, SignedServiceMap] = {}
 
 
+def process_caches_clear() -> None:
+    """Forget this process's copies (tests; the registry version makes them safe otherwise)."""
+    _process_cache.clear()
+    _tool_index_cache.clear()
+
+
 def registry_version() -> int:
     return int(get_redis().get(REGISTRY_VERSION_KEY) or 0)
 
@@ -122,6 +147,34 @@ def service_map_cached() -> SignedServiceMap:
     document = SignedServiceMap(body=body, etag=etag.decode(), version=version, expires_at=float(expires_at))
     _process_cache["map"] = document
     return document
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What planning needs of a published tool, kept in memory per registry version."""
+
+    name: str
+    connector: str
+    tags: frozenset[str]
+    scopes: frozenset[str]
+
+
+_tool_index_cache: dict[int, tuple[ToolSpec, ...]] = {}
+
+
+def published_tool_index() -> tuple[ToolSpec, ...]:
+    """Published tools as ``ToolSpec``s, read from Postgres once per registry version per process."""
+    version = registry_version()
+    index = _tool_index_cache.get(version)
+    if index is None:
+        rows = RemoteTool.objects.published().values_list("name", "connector__slug", "tags", "scopes")
+        index = tuple(
+            ToolSpec(name=name, connector=slug, tags=frozenset(tags), scopes=frozenset(scopes))
+            for name, slug, tags, scopes in rows.order_by("name")
+        )
+        _tool_index_cache.clear()
+        _tool_index_cache[version] = index
+    return index
 
 
 def tools_filtered(*, tags: list[str] | None = None, scopes: list[str] | None = None) -> list[RemoteTool]:

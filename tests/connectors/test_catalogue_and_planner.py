@@ -162,6 +162,8 @@ def test_a_missing_capability_is_a_422_naming_the_tag_or_scope(
     assert error["details"]["missingScopes"] == ["properties"]
     assert error["details"]["missingTags"] == []
 
+
+def test_tools_of_a_disabled_connector_cannot_be_planned(default_registry: dict) -> None:
     Connector.objects.filter(slug="arxiv").update(enabled=False)
     with pytest.raises(ValidationFailed, match="no enabled tool has tag 'academic' or tag 'papers'"):
         plan_create(intent="literature_search", query="transformers")

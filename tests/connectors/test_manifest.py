@@ -87,8 +87,8 @@ def test_every_error_is_listed_at_once(default_manifest: dict) -> None:
     del connectors[2]["version"]
     assert _errors(default_manifest) == [
         ("$.connectors[0].remoteTools[0]", "Unknown field(s) 'colour'; remove them or fix their spelling."),
-        ("$.connectors[1].ttlSeconds", "'soon' is not of type 'integer'"),
-        ("$.connectors[2]", "'version' is a required property"),
+        ("$.connectors[1].ttlSeconds", '"soon" is not of type "integer"'),
+        ("$.connectors[2]", '"version" is a required property'),
     ]
 
 
@@ -205,4 +205,4 @@ def test_connectors_command(tmp_path, default_manifest: dict) -> None:
     err = io.StringIO()
     with pytest.raises(CommandError, match=r"^The manifest has 1 error; nothing was changed\.$"):
         call_command("connectors", "import", str(bad), stdout=out, stderr=err)
-    assert err.getvalue() == "$.connectors[0].transport: 'carrier-pigeon' is not one of ['mcp', 'native']\n"
+    assert err.getvalue() == '$.connectors[0].transport: "carrier-pigeon" is not one of "mcp" or "native"\n'
