@@ -7,9 +7,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from ninja import Query, Router, Schema
 
 from apps.connectors import selectors
+from apps.connectors.gateway import tool_call
 from apps.connectors.planner import plan_create
-from apps.connectors.schemas import PlanIn, PlanOut, ToolOut
-from apps.core.auth import read_token
+from apps.connectors.schemas import PlanIn, PlanOut, ToolCallIn, ToolCallOut, ToolOut
+from apps.core.auth import read_token, write_token
 
 router = Router(tags=["connectors"])
 
@@ -61,6 +62,15 @@ def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
 
 def _csv(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+@router.post("/tools/call", auth=write_token, response=ToolCallOut, summary="Call a tool by canonical name")
+def call_tool(request: HttpRequest, payload: ToolCallIn) -> dict:
+    """Dispatch to the tool's connector (aliases accepted); the result comes back under the canonical name.
+
+    Upstream failures are 502 with ``details.retryable``; bad arguments are 422 naming each one.
+    """
+    return tool_call(name=payload.name, arguments=payload.arguments, token=request.auth)
 
 
 @router.post("/agents/plan", auth=read_token, response=PlanOut, summary="Plan tool steps for an intent")

@@ -18,6 +18,19 @@ class ToolOut(Schema):
     inputSchema: dict[str, Any] | None = Field(None, description="JSON Schema of the arguments, when known.")
 
 
+class ToolCallIn(StrictSchema):
+    name: str = Field(..., min_length=1, max_length=200, description="Canonical tool name or an alias.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Checked against the input schema.")
+
+
+class ToolCallOut(Schema):
+    tool: str = Field(..., description="The canonical name, whatever name was asked for.")
+    upstreamTool: str = Field(..., description="The name the upstream was called with.")
+    connector: str
+    result: dict[str, Any]
+    durationMs: float
+
+
 class PlanIn(StrictSchema):
     intent: Literal["fact_query", "literature_search"]
     query: str = Field(..., min_length=1, max_length=500)

@@ -9,6 +9,7 @@ logs can be matched to ours. Nothing else in the code calls ``httpx.get``.
 from __future__ import annotations
 
 import httpx
+import httpx2
 from django.conf import settings
 
 from apps.core.logging import current_correlation_id
@@ -52,4 +53,26 @@ def build_async_client(
         timeout=default_timeout(timeout),
         headers=default_headers(),
         follow_redirects=follow_redirects,
+    )
+
+
+def build_mcp_async_client(
+    *, timeout: float | None = None, headers: dict[str, str] | None = None, event_hooks: dict | None = None
+) -> httpx2.AsyncClient:
+    """The async client for the official ``mcp`` SDK, which accepts only its own httpx fork (httpx2).
+
+    Same User-Agent, correlation id and timeouts as the others (``timeout`` bounds reads and
+    writes); redirects are off because the SDK follows same-origin redirects itself.
+    """
+    read = timeout if timeout is not None else settings.CORTEX_HTTP_READ_TIMEOUT
+    return httpx2.AsyncClient(
+        headers={**default_headers(), **(headers or {})},
+        timeout=httpx2.Timeout(
+            connect=settings.CORTEX_HTTP_CONNECT_TIMEOUT,
+            read=read,
+            write=read,
+            pool=settings.CORTEX_HTTP_CONNECT_TIMEOUT,
+        ),
+        follow_redirects=False,
+        event_hooks=event_hooks or {},
     )

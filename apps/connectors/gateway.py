@@ -1,0 +1,467 @@
+"""The tool gateway: call tools by canonical name, and sync MCP connectors' tool lists.
+
+``tool_call`` resolves a name or alias, checks the arguments against the tool's
+input schema, waits for the connector's shared rate limit, dispatches to the MCP
+server or native adapter, recognises failures the upstream reports as ordinary
+text, and records every call (row, metrics, event).
+
+``connector_sync`` reads an MCP server's ``tools/list`` and records next to the
+operator's catalogue what the upstream calls each tool now, its description and
+input schema, and whether it drifted. It never touches names, tags, scopes or
+descriptions: those are the operator's.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from apps.connectors import adapters, mcp_client
+from apps.connectors import metrics as gateway_metrics
+from apps.connectors.models import Connector, DriftState, RemoteTool, ToolCall, ToolCallStatus, Transport
+from apps.connectors.selectors import connector_endpoint, tool_resolve
+from apps.core.errors import (
+    ApplicationError,
+    Conflict,
+    NotFound,
+    RateLimited,
+    UpstreamError,
+    ValidationFailed,
+)
+from apps.core.logging import current_correlation_id, get_logger
+from apps.core.models import ApiToken
+from apps.core.ratelimit import RateLimiter
+from apps.core.services import event_emit
+
+logger = get_logger(__name__)
+
+WIKIDATA_CONNECTOR = "wikidata"
+
+
+# --- Calls -----------------------------------------------------------------------------
+
+
+def tool_call(*, name: str, arguments: Any, token: ApiToken | None = None) -> dict[str, Any]:
+    """Call a tool by canonical name or alias; the upstream's result under the canonical name.
+
+    Returns ``{"tool", "upstreamTool", "connector", "result", "durationMs"}``. Raises
+    ``NotFound`` (unknown name), ``Conflict`` (connector disabled), ``ValidationFailed``
+    (arguments against the input schema), ``RateLimited`` (the connector's budget would
+    pass the timeout), ``UpstreamError`` (upstream failures, ``retryable`` or not).
+
+    Every dispatched call is recorded, failures included. The rows are written outside
+    any transaction of this function, so they survive the error it raises; call it
+    outside ``transaction.atomic`` (holding a transaction open across an upstream call
+    is wrong anyway).
+    """
+    started = time.perf_counter()
+    tool = tool_resolve(name=name)
+    connector = tool.connector
+    if name != tool.name:
+        logger.info("tool.alias_resolved", requested=name, tool=tool.name, connector=connector.slug)
+    if not connector.enabled:
+        raise Conflict(
+            f"Tool '{tool.name}' belongs to connector '{connector.slug}', which is disabled.",
+            details={"tool": tool.name, "connector": connector.slug},
+        )
+    upstream_name = tool.upstream_call_name
+    try:
+        _arguments_validate(tool, arguments)
+        _rate_limit_wait(connector)
+        result = _dispatch(tool, arguments)
+        _text_errors_raise(tool, upstream_name, result)
+    except Exception as error:
+        _call_record(
+            tool=tool,
+            requested_name=name,
+            upstream_name=upstream_name,
+            started=started,
+            token=token,
+            error=error,
+        )
+        raise
+    duration_ms = _call_record(
+        tool=tool, requested_name=name, upstream_name=upstream_name, started=started, token=token
+    )
+    return {
+        "tool": tool.name,
+        "upstreamTool": upstream_name,
+        "connector": connector.slug,
+        "result": result,
+        "durationMs": duration_ms,
+    }
+
+
+def _arguments_validate(tool: RemoteTool, arguments: Any) -> None:
+    if not isinstance(arguments, dict):
+        raise ValidationFailed(
+            f"'arguments' of tool '{tool.name}' must be a JSON object, not {type(arguments).__name__}.",
+            details={"tool": tool.name, "errors": [{"path": "$", "message": "must be an object"}]},
+        )
+    schema = tool.input_schema
+    if not schema:
+        return
+    try:
+        validator = Draft202012Validator(schema)
+        validator.check_schema(schema)
+    except SchemaError as error:
+        # The upstream's schema is broken; the upstream will judge the arguments itself.
+        logger.warning("tool.input_schema_invalid", tool=tool.name, error=error.message)
+        return
+    errors = [
+        {"path": path, "message": error.message}
+        for error in validator.iter_errors(arguments)
+        for path in _error_paths(error)
+    ]
+    if errors:
+        errors.sort(key=lambda item: (item["path"], item["message"]))
+        listed = "; ".join(f"{item['path']}: {item['message']}" for item in errors)
+        raise ValidationFailed(
+            f"Invalid arguments for tool '{tool.name}': {listed}.",
+            details={"tool": tool.name, "errors": errors},
+        )
+
+
+def _error_paths(error: Any) -> list[str]:
+    """Where to point the caller: a missing required argument is named by its own path."""
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [
+            prop
+            for prop in error.validator_value
+            if prop not in error.instance and repr(prop) in error.message
+        ]
+        if missing:
+            return [_json_path(error.json_path, prop) for prop in missing[:1]]
+    return [error.json_path]
+
+
+def _json_path(parent: str, prop: str) -> str:
+    return f"{parent}.{prop}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prop) else f"{parent}[{prop!r}]"
+
+
+def _rate_limit_wait(connector: Connector) -> None:
+    if not connector.rate_limit_interval:
+        return
+    limiter = RateLimiter(
+        f"connector:{connector.slug}",
+        interval=connector.rate_limit_interval,
+        burst=connector.rate_limit_burst,
+    )
+    limiter.acquire(max_wait=mcp_client.connector_timeout(connector))
+
+
+def _dispatch(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    connector = tool.connector
+    if connector.transport == Transport.MCP:
+        return mcp_client.call_tool(connector, tool.upstream_call_name, arguments)
+    return adapters.adapter_get(tool.name)(tool, arguments)
+
+
+def _result_texts(result: Any) -> list[str]:
+    if not isinstance(result, dict):
+        return []
+    texts = []
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict) and isinstance(structured.get("result"), str):
+        texts.append(structured["result"])
+    for item in result.get("content") or []:
+        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    return texts
+
+
+def _text_errors_raise(tool: RemoteTool, upstream_name: str, result: dict[str, Any]) -> None:
+    """Failures that arrive as ordinary results: the connector's text patterns, then ``isError``."""
+    connector = tool.connector
+    texts = _result_texts(result)
+    for entry in connector.text_error_patterns or []:
+        try:
+            pattern = re.compile(entry["pattern"])
+        except (KeyError, TypeError, re.error):
+            logger.warning("connector.text_error_pattern_invalid", connector=connector.slug, entry=entry)
+            continue
+        for text in texts:
+            if pattern.search(text):
+                retryable = bool(entry.get("retryable", False))
+                raise mcp_client.upstream_error(
+                    f"Tool '{tool.name}' of connector '{connector.slug}' reported a failure: {text.strip()}",
+                    details={"connector": connector.slug, "tool": tool.name, "upstreamMessage": text},
+                    retryable=retryable,
+                )
+    if isinstance(result, dict) and result.get("isError"):
+        message = "\n".join(texts).strip() or "(no message)"
+        raise mcp_client.upstream_error(
+            f"Tool '{tool.name}' of connector '{connector.slug}' failed: {message}",
+            details={"connector": connector.slug, "tool": tool.name, "upstreamMessage": message},
+        )
+
+
+def _call_status(error: BaseException | None) -> tuple[str, bool]:
+    if error is None:
+        return ToolCallStatus.OK, False
+    if isinstance(error, ValidationFailed):
+        return ToolCallStatus.INVALID_ARGUMENTS, False
+    if isinstance(error, RateLimited):
+        return ToolCallStatus.RATE_LIMITED, True
+    return ToolCallStatus.UPSTREAM_ERROR, bool(getattr(error, "retryable", False))
+
+
+def _call_record(
+    *,
+    tool: RemoteTool,
+    requested_name: str,
+    upstream_name: str,
+    started: float,
+    token: ApiToken | None,
+    error: BaseException | None = None,
+) -> float:
+    """The call's row, metrics and event; returns its duration in ms."""
+    seconds = time.perf_counter() - started
+    duration_ms = round(seconds * 1000, 3)
+    status, retryable = _call_status(error)
+    connector = tool.connector.slug
+    if error is None:
+        error_text = ""
+    elif isinstance(error, ApplicationError):
+        error_text = error.message
+    else:
+        error_text = f"{type(error).__name__}: {error}"
+    ToolCall.objects.create(
+        tool=tool,
+        tool_name=tool.name,
+        requested_name=requested_name[:200],
+        upstream_name=upstream_name,
+        connector_slug=connector,
+        status=status,
+        retryable=retryable,
+        duration_ms=duration_ms,
+        error=error_text,
+        correlation_id=current_correlation_id() or "",
+        token=token,
+    )
+    gateway_metrics.tool_calls_total.labels(connector=connector, tool=tool.name, status=status).inc()
+    gateway_metrics.tool_call_duration_seconds.labels(connector=connector, tool=tool.name).observe(seconds)
+    if connector == WIKIDATA_CONNECTOR:
+        gateway_metrics.wikidata_tool_calls_total.labels(tool=tool.name).inc()
+    event_emit(
+        name="tool.call.completed" if error is None else "tool.call.failed",
+        payload={"tool": tool.name, "connector": connector, "status": status, "durationMs": duration_ms},
+    )
+    log = logger.info if error is None else logger.warning
+    log(
+        "tool.call",
+        tool=tool.name,
+        connector=connector,
+        upstream_tool=upstream_name,
+        status=status,
+        duration_ms=duration_ms,
+        error=error_text or None,
+    )
+    return duration_ms
+
+
+# --- Sync ------------------------------------------------------------------------------
+
+
+@dataclass
+class SyncReport:
+    """What a sync found: the canonical names in each state, and upstream tools nobody declared."""
+
+    connector: str
+    upstream_tools: int = 0
+    in_sync: list[str] = field(default_factory=list)
+    schema_changed: list[str] = field(default_factory=list)
+    missing_upstream: list[str] = field(default_factory=list)
+    undeclared_upstream: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # canonical name → its new upstream name
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.schema_changed or self.missing_upstream or self.undeclared_upstream)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "connector": self.connector,
+            "upstreamTools": self.upstream_tools,
+            "inSync": self.in_sync,
+            "schemaChanged": self.schema_changed,
+            "missingUpstream": self.missing_upstream,
+            "undeclaredUpstream": self.undeclared_upstream,
+            "renamed": self.renamed,
+        }
+
+    def summary(self) -> str:
+        def part(label: str, names: list[str]) -> str:
+            return f"{len(names)} {label}" + (f" ({', '.join(names)})" if names else "")
+
+        return (
+            f"{self.connector}: {self.upstream_tools} upstream tools; "
+            + "; ".join(
+                [
+                    part("in sync", self.in_sync),
+                    part("schema changed", self.schema_changed),
+                    part("missing upstream", self.missing_upstream),
+                    part("undeclared upstream", self.undeclared_upstream),
+                ]
+            )
+            + (
+                f"; renamed upstream: {', '.join(f'{k} → {v}' for k, v in self.renamed.items())}"
+                if self.renamed
+                else ""
+            )
+        )
+
+
+def _connector_get(slug: str) -> Connector:
+    connector = Connector.objects.filter(slug=slug).first()
+    if connector is None:
+        raise NotFound(f"No connector is called {slug!r}.", details={"connector": slug})
+    return connector
+
+
+def _mcp_connector_get(slug: str, *, action: str) -> Connector:
+    connector = _connector_get(slug)
+    if connector.transport != Transport.MCP:
+        raise ValidationFailed(
+            f"Connector '{slug}' uses native adapters and has no upstream tools/list to {action}; "
+            "only MCP connectors can.",
+            details={"connector": slug, "transport": connector.transport},
+        )
+    return connector
+
+
+def connector_sync(*, slug: str) -> SyncReport:
+    """Read an MCP connector's ``tools/list`` and record upstream names, schemas and drift.
+
+    Each declared tool is matched by its current upstream name, then its aliases, then
+    its canonical name (each pass claiming upstream tools before the next looks).
+    On failure the error is kept on the connector (``last_sync_error``) and re-raised.
+    """
+    connector = _mcp_connector_get(slug, action="sync")
+    try:
+        upstream = mcp_client.list_tools(connector)
+    except UpstreamError as error:
+        connector.last_sync_error = error.message
+        connector.save(update_fields=["last_sync_error", "updated_at"])  # the signal refreshes caches
+        event_emit(name="connectors.sync_failed", payload={"connector": slug, "error": error.message})
+        raise
+
+    by_name = {entry["name"]: entry for entry in upstream if isinstance(entry.get("name"), str)}
+    report = SyncReport(connector=slug, upstream_tools=len(by_name))
+    now = timezone.now()
+    with transaction.atomic():
+        tools = list(
+            connector.tools.select_for_update().prefetch_related("aliases").order_by("position", "name")
+        )
+        matches = _match_tools(tools, by_name)
+        for tool in tools:
+            matched = matches.get(tool.pk)
+            if matched is None:
+                tool.drift = DriftState.MISSING_UPSTREAM
+                tool.save(update_fields=["drift"])
+                report.missing_upstream.append(tool.name)
+                continue
+            entry = by_name[matched]
+            schema = entry.get("inputSchema")
+            previous = tool.upstream_input_schema
+            if previous is not None and previous != schema:
+                tool.drift = DriftState.SCHEMA_CHANGED
+                report.schema_changed.append(tool.name)
+            else:
+                tool.drift = DriftState.IN_SYNC
+                report.in_sync.append(tool.name)
+            if tool.upstream_call_name != matched:
+                report.renamed[tool.name] = matched
+            tool.upstream_name = matched
+            tool.upstream_input_schema = schema
+            tool.upstream_description = entry.get("description") or ""
+            tool.annotations = entry.get("annotations") or {}
+            tool.last_seen_upstream_at = now
+            tool.save(
+                update_fields=[
+                    "upstream_name",
+                    "upstream_input_schema",
+                    "upstream_description",
+                    "annotations",
+                    "drift",
+                    "last_seen_upstream_at",
+                ]
+            )
+        report.undeclared_upstream = sorted(set(by_name) - set(matches.values()))
+        connector.undeclared_upstream_tools = report.undeclared_upstream
+        connector.last_synced_at = now
+        connector.last_sync_error = ""
+        connector.save(
+            update_fields=["undeclared_upstream_tools", "last_synced_at", "last_sync_error", "updated_at"]
+        )
+        event_emit(name="connectors.synced", payload=report.as_dict())
+    logger.info("connectors.synced", **report.as_dict())
+    return report
+
+
+def _match_tools(tools: list[RemoteTool], upstream: dict[str, dict[str, Any]]) -> dict[int, str]:
+    """Declared tool pk → the upstream tool name it is matched to."""
+    candidates = {
+        tool.pk: [
+            [tool.upstream_call_name],
+            [alias.name for alias in tool.aliases.all()],
+            [tool.name],
+        ]
+        for tool in tools
+    }
+    matches: dict[int, str] = {}
+    claimed: set[str] = set()
+    for rank in range(3):
+        for tool in tools:
+            if tool.pk in matches:
+                continue
+            found = next(
+                (name for name in candidates[tool.pk][rank] if name in upstream and name not in claimed), None
+            )
+            if found is not None:
+                matches[tool.pk] = found
+                claimed.add(found)
+    return matches
+
+
+def connector_test_connection(*, slug: str) -> dict[str, Any]:
+    """For the admin: can this connector be reached (MCP), or does every tool have an adapter (native)?"""
+    connector = _connector_get(slug)
+    if connector.transport == Transport.MCP:
+        endpoint = connector_endpoint(connector)
+        try:
+            count, latency_ms = mcp_client.ping(connector)
+        except UpstreamError as error:
+            return {
+                "connector": slug,
+                "transport": connector.transport,
+                "endpoint": endpoint,
+                "ok": False,
+                "error": error.message,
+                "retryable": error.retryable,
+            }
+        return {
+            "connector": slug,
+            "transport": connector.transport,
+            "endpoint": endpoint,
+            "ok": True,
+            "toolCount": count,
+            "latencyMs": latency_ms,
+        }
+    tools = [
+        {"name": name, "adapter": adapters.adapter_for(name) is not None}
+        for name in connector.tools.order_by("position", "name").values_list("name", flat=True)
+    ]
+    return {
+        "connector": slug,
+        "transport": connector.transport,
+        "ok": all(tool["adapter"] for tool in tools),
+        "tools": tools,
+    }
