@@ -31,7 +31,7 @@ def _assert_error_shape(response, statuses: set[int]) -> dict:
 
 
 def test_there_are_post_endpoints_to_sweep() -> None:
-    assert "/v1/embeddings" in _post_operations()
+    assert {"/v1/embeddings", "/v1/tools/call", "/v1/agents/plan"} <= set(_post_operations())
 
 
 @pytest.mark.parametrize(
