@@ -14,6 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", api.urls),
     path("api/", include("apps.core.urls")),
+    path("", include("apps.connectors.urls")),
 ]
 
 handler404 = "apps.core.views.not_found"

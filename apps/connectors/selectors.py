@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Prefetch
 from ulid import ULID
 
 from apps.connectors.models import Connector, RemoteTool, ToolAlias
@@ -201,3 +202,36 @@ def tool_resolve(*, name: str) -> RemoteTool:
             details={"name": name},
         )
     return tool
+
+
+@dataclass
+class CatalogueEntry:
+    connector: Connector
+    endpoint: str
+    tools: list[RemoteTool]
+
+
+def catalogue_entries(
+    *, tags: list[str], scopes: list[str]
+) -> tuple[list[CatalogueEntry], set[str], set[str]]:
+    """The operators' catalogue: every connector with its tools carrying all ``tags`` and ``scopes``,
+    plus every tag and scope in use (for the filter chips). Filtering hides connectors with no
+    matching tool; unfiltered, every connector shows, disabled ones and drift included."""
+    connectors = Connector.objects.order_by("position", "slug").prefetch_related(
+        Prefetch("tools", queryset=RemoteTool.objects.order_by("position", "name"))
+    )
+    wanted_tags, wanted_scopes = set(tags), set(scopes)
+    entries: list[CatalogueEntry] = []
+    all_tags: set[str] = set()
+    all_scopes: set[str] = set()
+    for connector in connectors:
+        tools = list(connector.tools.all())
+        for tool in tools:
+            all_tags.update(tool.tags)
+            all_scopes.update(tool.scopes)
+        matching = [
+            tool for tool in tools if wanted_tags <= set(tool.tags) and wanted_scopes <= set(tool.scopes)
+        ]
+        if matching or not (tags or scopes):
+            entries.append(CatalogueEntry(connector, connector_endpoint(connector), matching))
+    return entries, all_tags, all_scopes

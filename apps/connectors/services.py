@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
+from django.db.models import Max
 
 from apps.connectors import manifest as manifest_format
 from apps.connectors.models import Connector, RemoteTool, ToolAlias
@@ -284,3 +286,139 @@ def manifest_load_default_if_empty() -> ManifestChanges | None:
         return None
     text = Path(settings.CORTEX_CONNECTORS_MANIFEST).read_text(encoding="utf-8")
     return manifest_import(data=manifest_validated(text=text), actor="first start")
+
+
+# --- Single-row writes (the resource API) ------------------------------------------------
+
+CONNECTOR_WRITABLE_FIELDS = (
+    "slug",
+    "name",
+    "version",
+    "transport",
+    "endpoint",
+    "endpoint_env",
+    "auth_type",
+    "auth_secret_env",
+    "auth_header",
+    "scopes",
+    "ttl_seconds",
+    "enabled",
+    "metadata",
+    "rate_limit_interval",
+    "rate_limit_burst",
+    "timeout_seconds",
+    "text_error_patterns",
+    "position",
+)
+TOOL_WRITABLE_FIELDS = (
+    "connector",
+    "name",
+    "description",
+    "tags",
+    "scopes",
+    "position",
+    "upstream_name",
+    "declared_input_schema",
+)
+
+
+def _model_validated(instance: Connector | RemoteTool) -> None:
+    """``full_clean`` (the admin's validation) as ``ValidationFailed`` naming each field."""
+    try:
+        instance.full_clean()
+    except DjangoValidationError as error:
+        raise ValidationFailed(
+            "The request has invalid fields; see details.", details={"fields": error.message_dict}
+        ) from error
+
+
+@transaction.atomic
+def connector_save(*, instance: Connector | None = None, data: dict[str, Any]) -> Connector:
+    """Create a connector, or update the given fields of one; model validation applies."""
+    connector = instance or Connector()
+    for name in CONNECTOR_WRITABLE_FIELDS:
+        if name in data:
+            setattr(connector, name, data[name])
+    if isinstance(connector.metadata, dict) and "brand" in connector.metadata:
+        raise ValidationFailed(
+            "'brand' is set by CortexWeb (CORTEX_BRAND); remove it from metadata.",
+            details={"fields": {"metadata": ["'brand' is set by CortexWeb; remove it."]}},
+        )
+    _model_validated(connector)
+    connector.save()
+    return connector
+
+
+def connector_delete(*, connector: Connector) -> None:
+    """Delete a connector and its tools (and their aliases)."""
+    connector.delete()
+
+
+def _tool_connector(value: Connector | str) -> Connector:
+    if isinstance(value, Connector):
+        return value
+    connector = Connector.objects.filter(slug=value).first()
+    if connector is None:
+        raise ValidationFailed(
+            f"No connector has the id {value!r}.",
+            details={"fields": {"connector": [f"Unknown id {value!r}."]}},
+        )
+    return connector
+
+
+def _alias_errors(tool: RemoteTool, aliases: list[str]) -> list[str]:
+    errors = []
+    if len(set(aliases)) != len(aliases):
+        errors.append("Each alias may appear once.")
+    for alias in aliases:
+        if not alias or len(alias) > 200:
+            errors.append(f"{alias!r} is not a valid alias: use 1–200 characters.")
+        elif alias == tool.name or RemoteTool.objects.filter(name=alias).exclude(pk=tool.pk).exists():
+            errors.append(f"{alias!r} is a canonical tool name and cannot be an alias.")
+    taken = ToolAlias.objects.filter(name__in=aliases).exclude(tool_id=tool.pk).select_related("tool")
+    errors.extend(f"{alias.name!r} is already an alias of {alias.tool.name!r}." for alias in taken)
+    return errors
+
+
+@transaction.atomic
+def tool_save(*, instance: RemoteTool | None = None, data: dict[str, Any]) -> RemoteTool:
+    """Create a tool, or update the given fields of one; ``data["aliases"]`` replaces its aliases.
+
+    ``data["connector"]`` is a Connector or its id. Sync-owned fields are never written here.
+    """
+    tool = instance or RemoteTool()
+    for name in TOOL_WRITABLE_FIELDS:
+        if name in data:
+            value = _tool_connector(data[name]) if name == "connector" else data[name]
+            setattr(tool, name, value)
+    if instance is None and "position" not in data and tool.connector_id is not None:
+        # A new tool goes last in its connector's list unless told otherwise.
+        last = tool.connector.tools.aggregate(last=Max("position"))["last"]
+        tool.position = 0 if last is None else last + 1
+    _model_validated(tool)
+    if ToolAlias.objects.filter(name=tool.name).exclude(tool_id=tool.pk).exists():
+        raise ValidationFailed(
+            f"{tool.name!r} is already an alias of another tool.",
+            details={"fields": {"name": [f"{tool.name!r} is already an alias of another tool."]}},
+        )
+    aliases = data.get("aliases")
+    if aliases is not None:
+        errors = _alias_errors(tool, list(aliases))
+        if errors:
+            raise ValidationFailed(
+                "The request has invalid fields; see details.", details={"fields": {"aliases": errors}}
+            )
+    tool.save()
+    if aliases is not None:
+        tool.aliases.exclude(name__in=aliases).delete()
+        existing = set(tool.aliases.values_list("name", flat=True))
+        ToolAlias.objects.bulk_create(
+            ToolAlias(tool=tool, name=name) for name in aliases if name not in existing
+        )
+        registry_changed_on_commit()  # bulk_create sends no post_save
+    return tool
+
+
+def tool_delete(*, tool: RemoteTool) -> None:
+    """Delete a tool and its aliases (recorded calls keep their names)."""
+    tool.delete()

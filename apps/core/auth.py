@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from ninja.security import HttpBearer
 from rest_framework import authentication, permissions
 
-from apps.core.errors import AuthenticationRequired, PermissionDenied
+from apps.core.errors import ApplicationError, AuthenticationRequired, DrfApplicationError, PermissionDenied
 from apps.core.models import ApiToken, TokenScope
 from apps.core.services import api_token_authenticate
 
@@ -72,11 +72,14 @@ class DrfTokenScopePermission(permissions.BasePermission):
 
     def has_permission(self, request: Any, view: Any) -> bool:
         token = request.auth
-        if not isinstance(token, ApiToken):
-            raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
         if request.method in permissions.SAFE_METHODS:
             scope = getattr(view, "read_scope", TokenScope.READ)
         else:
             scope = getattr(view, "write_scope", TokenScope.ADMIN)
-        _require_scope(token, scope)
+        try:
+            if not isinstance(token, ApiToken):
+                raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
+            _require_scope(token, scope)
+        except ApplicationError as error:
+            raise DrfApplicationError(error) from error
         return True

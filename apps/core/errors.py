@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from django.http import JsonResponse
+from rest_framework.exceptions import APIException
 
 
 class ApplicationError(Exception):
@@ -158,6 +159,16 @@ def pydantic_errors_to_details(errors: list[dict[str, Any]]) -> dict[str, Any]:
     return {"fields": fields}
 
 
+class DrfApplicationError(APIException):
+    """An ``ApplicationError`` carried through DRF code that only expects DRF's own exceptions
+    (the browsable API probes permissions to decide which forms to show)."""
+
+    def __init__(self, error: ApplicationError) -> None:
+        super().__init__(detail=error.message, code=error.code)
+        self.status_code = error.status_code
+        self.error = error
+
+
 def drf_exception_handler(exc: Exception, context: dict[str, Any]):
     """DRF's EXCEPTION_HANDLER: every error in the one shape."""
     from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -165,6 +176,8 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]):
     from rest_framework import exceptions as drf
     from rest_framework.response import Response
 
+    if isinstance(exc, DrfApplicationError):
+        exc = exc.error
     if isinstance(exc, ApplicationError):
         response = Response(error_payload(exc.code, exc.message, exc.details), status=exc.status_code)
         for header, value in exc.headers().items():

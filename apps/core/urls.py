@@ -2,9 +2,12 @@
 
 from rest_framework.routers import DefaultRouter
 
+from apps.connectors.api_views import ConnectorViewSet, RemoteToolViewSet
 from apps.core.api_views import EventViewSet
 
 router = DefaultRouter()
 router.register("events", EventViewSet, basename="event")
+router.register("connectors", ConnectorViewSet, basename="connector")
+router.register("tools", RemoteToolViewSet, basename="tool")
 
 urlpatterns = router.urls

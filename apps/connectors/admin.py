@@ -1,0 +1,328 @@
+"""Admin of the connector registry: connectors, their tools and aliases, calls; manifest import/export.
+
+Operators own names, tags, scopes, aliases and connection settings; what a sync records
+(upstream names' schemas and descriptions, drift, undeclared tools, sync times) is shown
+read-only. Actions and the import view call the services and the gateway, nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+
+from apps.connectors.forms import ManifestApplyForm, ManifestUploadForm, RemoteToolForm, ToolAliasForm
+from apps.connectors.manifest import dumps
+from apps.connectors.models import Connector, DriftState, RemoteTool, ToolAlias, ToolCall
+from apps.connectors.services import manifest_changes, manifest_import, manifest_validated, registry_export
+from apps.core.errors import ApplicationError, ValidationFailed
+
+DRIFTED_STATES = [DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED]
+CONNECTOR_SYNC_FIELDS = ["undeclared_upstream_tools", "last_synced_at", "last_sync_error"]
+TOOL_SYNC_FIELDS = [
+    "drift",
+    "last_seen_upstream_at",
+    "upstream_description",
+    "upstream_input_schema",
+    "annotations",
+]
+MANIFEST_FILENAME = "connectors.manifest.json"
+
+
+def manifest_download() -> HttpResponse:
+    """The whole registry as the manifest file."""
+    response = HttpResponse(dumps(registry_export()), content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{MANIFEST_FILENAME}"'
+    return response
+
+
+def alias_links(tool: RemoteTool) -> str:
+    """The tool's aliases (prefetched) as text, linking to the tool's page where they are edited."""
+    names = ", ".join(alias.name for alias in tool.aliases.all())
+    if tool.pk is None:
+        return "—"
+    url = reverse("admin:connectors_remotetool_change", args=[tool.pk])
+    return format_html('{} <a href="{}">edit aliases</a>', names or "—", url)
+
+
+def connection_summary(result: dict[str, Any]) -> str:
+    """One line from ``connector_test_connection``'s result."""
+    if "tools" in result:  # native: every tool needs an adapter
+        missing = [tool["name"] for tool in result["tools"] if not tool["adapter"]]
+        if missing:
+            return f"no adapter for {', '.join(missing)}."
+        return f"every tool has an adapter ({len(result['tools'])})."
+    endpoint = result.get("endpoint", "")
+    if not result.get("ok"):
+        return f"cannot reach {endpoint}: {result.get('error', 'unknown error')}"
+    return f"reachable at {endpoint}: {result.get('toolCount')} tools upstream, {result.get('latencyMs')} ms."
+
+
+class HasDriftFilter(admin.SimpleListFilter):
+    """Connectors whose last sync found declared tools missing or changed, or undeclared ones."""
+
+    title = "drift"
+    parameter_name = "has_drift"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("yes", "Has drift"), ("no", "No drift")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Connector]) -> QuerySet[Connector]:
+        drifted = Q(Exists(RemoteTool.objects.drifted().filter(connector=OuterRef("pk")))) | ~Q(
+            undeclared_upstream_tools=[]
+        )
+        if self.value() == "yes":
+            return queryset.filter(drifted)
+        if self.value() == "no":
+            return queryset.exclude(drifted)
+        return queryset
+
+
+class RemoteToolInline(admin.TabularInline):
+    model = RemoteTool
+    form = RemoteToolForm
+    extra = 0
+    fields = ["name", "tags", "scopes", "description", "upstream_name", "drift", "aliases_text", "position"]
+    readonly_fields = ["drift", "aliases_text"]
+    show_change_link = True
+    ordering = ["position", "name"]
+    formfield_overrides = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 40})}}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RemoteTool]:
+        return super().get_queryset(request).prefetch_related("aliases")
+
+    @admin.display(description="aliases")
+    def aliases_text(self, tool: RemoteTool) -> str:
+        return alias_links(tool)
+
+
+@admin.register(Connector)
+class ConnectorAdmin(admin.ModelAdmin):
+    list_display = [
+        "slug",
+        "name",
+        "version",
+        "transport",
+        "enabled",
+        "tool_count",
+        "drift_summary",
+        "last_synced_at",
+    ]
+    list_display_links = ["slug", "name"]
+    list_filter = ["transport", "enabled", HasDriftFilter]
+    search_fields = ["slug", "name", "tools__name"]
+    readonly_fields = [*CONNECTOR_SYNC_FIELDS, "created_at", "updated_at"]
+    inlines = [RemoteToolInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    actions = ["sync_tools", "test_connection", "export_manifest"]
+    fieldsets = [
+        (None, {"fields": ["slug", "name", "version", "transport", "enabled", "position"]}),
+        (
+            "Endpoint and auth",
+            {"fields": ["endpoint", "endpoint_env", "auth_type", "auth_secret_env", "auth_header"]},
+        ),
+        ("Catalogue", {"fields": ["scopes", "ttl_seconds", "metadata"]}),
+        (
+            "Calls",
+            {"fields": ["rate_limit_interval", "rate_limit_burst", "timeout_seconds", "text_error_patterns"]},
+        ),
+        ("Last sync (read-only)", {"fields": [*CONNECTOR_SYNC_FIELDS, "created_at", "updated_at"]}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Connector]:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                tool_total=Count("tools", distinct=True),
+                drifted_total=Count("tools", filter=Q(tools__drift__in=DRIFTED_STATES), distinct=True),
+            )
+        )
+
+    @admin.display(description="tools", ordering="tool_total")
+    def tool_count(self, connector: Connector) -> int:
+        return connector.tool_total  # type: ignore[attr-defined]
+
+    @admin.display(description="drift")
+    def drift_summary(self, connector: Connector) -> str:
+        parts = []
+        if connector.drifted_total:  # type: ignore[attr-defined]
+            parts.append(f"{connector.drifted_total} drifted")  # type: ignore[attr-defined]
+        if connector.undeclared_upstream_tools:
+            parts.append(f"{len(connector.undeclared_upstream_tools)} undeclared upstream")
+        if connector.last_sync_error:
+            parts.append("last sync failed")
+        return ", ".join(parts) or "—"
+
+    # --- Actions -------------------------------------------------------------------------
+
+    @admin.action(description="Sync tools from upstream")
+    def sync_tools(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        try:
+            from apps.connectors.gateway import connector_sync
+        except ImportError:
+            self.message_user(request, "Sync is not available in this build.", level=messages.ERROR)
+            return
+        for connector in queryset:
+            try:
+                report = connector_sync(slug=connector.slug)
+            except ApplicationError as error:
+                self.message_user(request, f"{connector.slug}: {error.message}", level=messages.ERROR)
+            else:
+                self.message_user(request, f"{connector.slug}: {report.summary()}", level=messages.SUCCESS)
+
+    @admin.action(description="Test connection")
+    def test_connection(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        try:
+            from apps.connectors.gateway import connector_test_connection
+        except ImportError:
+            self.message_user(
+                request, "Connection tests are not available in this build.", level=messages.ERROR
+            )
+            return
+        for connector in queryset:
+            try:
+                result = connector_test_connection(slug=connector.slug)
+            except ApplicationError as error:
+                self.message_user(request, f"{connector.slug}: {error.message}", level=messages.ERROR)
+            else:
+                level = messages.SUCCESS if result.get("ok") else messages.ERROR
+                self.message_user(request, f"{connector.slug}: {connection_summary(result)}", level=level)
+
+    @admin.action(description="Export manifest (the whole registry)")
+    def export_manifest(self, request: HttpRequest, queryset: QuerySet[Connector]) -> HttpResponse:
+        return manifest_download()
+
+    # --- Import and export views ---------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path("import/", self.admin_site.admin_view(self.import_view), name="connectors_connector_import"),
+            path("export/", self.admin_site.admin_view(self.export_view), name="connectors_connector_export"),
+        ]
+        return own + super().get_urls()
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        extra_context = {**(extra_context or {}), "can_import": self._can_import(request)}
+        return super().changelist_view(request, extra_context)
+
+    def _can_import(self, request: HttpRequest) -> bool:
+        # An import creates, changes and deletes connectors and tools.
+        return all(
+            request.user.has_perm(f"connectors.{action}_{model}")
+            for action in ("add", "change", "delete")
+            for model in ("connector", "remotetool")
+        )
+
+    def export_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return manifest_download()
+
+    def import_view(self, request: HttpRequest) -> HttpResponse:
+        """Upload or paste → validate (every error with its path) → preview → apply."""
+        if not self._can_import(request):
+            raise PermissionDenied
+        context: dict[str, Any] = {"errors": [], "changes": None, "apply_form": None}
+        upload_form = ManifestUploadForm()
+        if request.method == "POST" and "apply" in request.POST:
+            apply_form = ManifestApplyForm(request.POST)
+            if apply_form.is_valid():
+                try:
+                    data = manifest_validated(text=apply_form.cleaned_data["manifest"])
+                    changes = manifest_import(data=data, actor=request.user.get_username())
+                except ValidationFailed as error:
+                    context["message"] = error.message
+                    context["errors"] = error.details.get("errors", [])
+                else:
+                    self.message_user(request, f"Manifest imported: {changes.summary()}.", messages.SUCCESS)
+                    return HttpResponseRedirect(reverse("admin:connectors_connector_changelist"))
+            else:
+                context["message"] = "The manifest to apply was missing; upload it again."
+        elif request.method == "POST":
+            upload_form = ManifestUploadForm(request.POST, request.FILES)
+            if upload_form.is_valid():
+                text = upload_form.cleaned_data["text"]
+                try:
+                    data = manifest_validated(text=text)
+                except ValidationFailed as error:
+                    context["message"] = error.message
+                    context["errors"] = error.details.get("errors", [])
+                else:
+                    context["changes"] = manifest_changes(data=data)
+                    context["apply_form"] = ManifestApplyForm(initial={"manifest": text})
+        context.update(
+            self.admin_site.each_context(request),
+            title="Import connector manifest",
+            opts=self.opts,
+            upload_form=upload_form,
+        )
+        return TemplateResponse(request, "admin/connectors/connector/import.html", context)
+
+
+class ToolAliasInline(admin.TabularInline):
+    model = ToolAlias
+    form = ToolAliasForm
+    extra = 1
+
+
+@admin.register(RemoteTool)
+class RemoteToolAdmin(admin.ModelAdmin):
+    form = RemoteToolForm
+    list_display = ["name", "connector", "upstream_name", "drift", "tags", "scopes", "alias_names"]
+    list_filter = ["drift", "connector"]
+    list_select_related = ["connector"]
+    search_fields = ["name", "upstream_name", "description", "aliases__name"]
+    readonly_fields = TOOL_SYNC_FIELDS
+    inlines = [ToolAliasInline]
+    fieldsets = [
+        (None, {"fields": ["connector", "name", "description", "tags", "scopes", "position"]}),
+        ("Upstream", {"fields": ["upstream_name", "declared_input_schema"]}),
+        ("Last sync (read-only)", {"fields": TOOL_SYNC_FIELDS}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RemoteTool]:
+        return super().get_queryset(request).prefetch_related("aliases")
+
+    @admin.display(description="aliases")
+    def alias_names(self, tool: RemoteTool) -> str:
+        return ", ".join(alias.name for alias in tool.aliases.all())
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(admin.ModelAdmin):
+    """Call records are evidence: viewable, never edited."""
+
+    list_display = [
+        "created_at",
+        "tool_name",
+        "requested_name",
+        "connector_slug",
+        "status",
+        "retryable",
+        "duration_ms",
+        "correlation_id",
+    ]
+    list_filter = ["status", "connector_slug", "retryable"]
+    search_fields = ["tool_name", "requested_name", "upstream_name", "correlation_id", "error"]
+    list_select_related = ["tool", "token"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ToolCall | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ToolCall | None = None) -> bool:
+        return False

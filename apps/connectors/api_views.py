@@ -1,0 +1,98 @@
+"""DRF resource views of the connector registry (``/api/connectors/``, ``/api/tools/``).
+
+Reads need a ``read`` token, writes an ``admin`` token (``DrfTokenScopePermission``);
+writes go through the services.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import viewsets
+
+from apps.connectors.models import Connector, RemoteTool
+from apps.connectors.serializers import ConnectorSerializer, RemoteToolSerializer
+from apps.connectors.services import connector_delete, connector_save, tool_delete, tool_save
+from apps.core.errors import ValidationFailed
+from apps.core.models import TokenScope
+
+BOOLEAN_VALUES = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _csv(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def _boolean(name: str, value: str) -> bool:
+    try:
+        return BOOLEAN_VALUES[value.lower()]
+    except KeyError:
+        raise ValidationFailed(
+            f"?{name}= takes true or false, not {value!r}.", details={"parameter": name}
+        ) from None
+
+
+class ConnectorViewSet(viewsets.ModelViewSet):
+    """Connectors by id (slug); filter with ``?transport=``, ``?enabled=``, ``?scopes=a,b``."""
+
+    serializer_class = ConnectorSerializer
+    lookup_field = "slug"
+    lookup_value_regex = "[^/]+"
+    read_scope = TokenScope.READ
+    write_scope = TokenScope.ADMIN
+
+    def get_queryset(self) -> QuerySet[Connector]:
+        queryset = Connector.objects.prefetch_related("tools").order_by("position", "slug")
+        params = self.request.query_params
+        if params.get("transport"):
+            queryset = queryset.filter(transport=params["transport"])
+        if params.get("enabled"):
+            queryset = queryset.filter(enabled=_boolean("enabled", params["enabled"]))
+        if scopes := _csv(params.get("scopes")):
+            queryset = queryset.filter(scopes__contains=scopes)
+        return queryset
+
+    def perform_create(self, serializer: ConnectorSerializer) -> None:
+        serializer.instance = connector_save(data=serializer.validated_data)
+
+    def perform_update(self, serializer: ConnectorSerializer) -> None:
+        serializer.instance = connector_save(instance=serializer.instance, data=serializer.validated_data)
+
+    def perform_destroy(self, instance: Connector) -> None:
+        connector_delete(connector=instance)
+
+
+class RemoteToolViewSet(viewsets.ModelViewSet):
+    """Tools by canonical name; filter with ``?connector=``, ``?tags=a,b``, ``?scopes=a,b``
+    (every listed tag and scope must match), ``?drift=``."""
+
+    serializer_class = RemoteToolSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    read_scope = TokenScope.READ
+    write_scope = TokenScope.ADMIN
+
+    def get_queryset(self) -> QuerySet[RemoteTool]:
+        queryset = (
+            RemoteTool.objects.select_related("connector")
+            .prefetch_related("aliases")
+            .order_by("connector__position", "connector__slug", "position", "name")
+        )
+        params = self.request.query_params
+        if params.get("connector"):
+            queryset = queryset.filter(connector__slug=params["connector"])
+        if tags := _csv(params.get("tags")):
+            queryset = queryset.filter(tags__contains=tags)
+        if scopes := _csv(params.get("scopes")):
+            queryset = queryset.filter(scopes__contains=scopes)
+        if params.get("drift"):
+            queryset = queryset.filter(drift=params["drift"])
+        return queryset
+
+    def perform_create(self, serializer: RemoteToolSerializer) -> None:
+        serializer.instance = tool_save(data=serializer.validated_data)
+
+    def perform_update(self, serializer: RemoteToolSerializer) -> None:
+        serializer.instance = tool_save(instance=serializer.instance, data=serializer.validated_data)
+
+    def perform_destroy(self, instance: RemoteTool) -> None:
+        tool_delete(tool=instance)
