@@ -32,8 +32,9 @@ $(VENV)/.installed-dev: $(VENV)/.installed-base requirements/dev.txt
 install: $(VENV)/.installed-base
 install-dev: $(VENV)/.installed-dev
 
+# The product as a user runs it: feature-flagged capabilities on unless the environment says otherwise.
 run: $(VENV)/.installed-base
-	exec $(BIN)/python manage.py run
+	FEATURE_ARXIV=$${FEATURE_ARXIV:-true} exec $(BIN)/python manage.py run
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.embeddings",
     "apps.connectors",
+    "apps.arxiv",
 ]
 
 MIDDLEWARE = [
@@ -170,7 +171,8 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # The queues `manage.py run` starts its worker on; each capability adds its own.
-CELERY_WORKER_QUEUES = ["default"]
+CELERY_WORKER_QUEUES = ["default", "arxiv"]
+CELERY_TASK_ROUTES = {"arxiv.*": {"queue": "arxiv"}}
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -213,6 +215,24 @@ CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
 CORTEX_CONNECTORS_MANIFEST = env.path(
     "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"
 )
+
+# Feature flags. A flagged-off connector is absent from the service map, the catalogue and plans,
+# and its endpoints answer 503 naming the flag.
+FEATURE_ARXIV = env.bool("FEATURE_ARXIV", default=False)
+CORTEX_CONNECTOR_FEATURE_FLAGS = {"arxiv": "FEATURE_ARXIV"}
+
+ARXIV_API_URL = env.str("ARXIV_API_URL", default="https://export.arxiv.org/api/query")
+# arXiv's terms: one request every 3 s and one connection at a time, across all our machines.
+ARXIV_MIN_INTERVAL_SECONDS = env.float("ARXIV_MIN_INTERVAL_SECONDS", default=3.0)
+ARXIV_TIMEOUT_SECONDS = env.float("ARXIV_TIMEOUT_SECONDS", default=30.0)
+ARXIV_CACHE_SECONDS = env.int("ARXIV_CACHE_SECONDS", default=3600)
+ARXIV_MAX_RETRIES = env.int("ARXIV_MAX_RETRIES", default=3)
+ARXIV_BACKOFF_BASE_SECONDS = env.float("ARXIV_BACKOFF_BASE_SECONDS", default=1.0)
+ARXIV_BACKOFF_MAX_SECONDS = env.float("ARXIV_BACKOFF_MAX_SECONDS", default=30.0)
+# How long POST /v1/arxiv/* waits for its run before answering 202 with the run to poll.
+ARXIV_WAIT_SECONDS = env.float("ARXIV_WAIT_SECONDS", default=20.0)
+# A run that would wait longer than this for its turn is refused (rate_limited, with retryAfter).
+ARXIV_RUN_DEADLINE_SECONDS = env.float("ARXIV_RUN_DEADLINE_SECONDS", default=60.0)
 
 EMBEDDINGS_URL = env.str("EMBEDDINGS_URL", default="")
 EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="all-MiniLM-L6-v2")

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.conf import settings
 from django.test import Client
 
 from apps.core.models import ApiToken
@@ -37,10 +38,16 @@ def celery_worker(django_db_setup: None, django_db_blocker) -> Iterator[object]:
             perform_ping_check=True,
             shutdown_timeout=30,
             loglevel="WARNING",
-            queues=["default"],
+            queues=settings.CELERY_WORKER_QUEUES,
         ) as worker,
     ):
         yield worker
+
+
+@pytest.fixture(autouse=True)
+def _features_on(settings) -> None:
+    """Feature-flagged capabilities are on in tests unless a test switches one off (as `make run` does)."""
+    settings.FEATURE_ARXIV = True
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
@@ -25,11 +26,20 @@ from jsonschema.exceptions import SchemaError
 
 from apps.connectors import adapters, mcp_client
 from apps.connectors import metrics as gateway_metrics
-from apps.connectors.models import Connector, DriftState, RemoteTool, ToolCall, ToolCallStatus, Transport
+from apps.connectors.models import (
+    Connector,
+    DriftState,
+    RemoteTool,
+    ToolCall,
+    ToolCallStatus,
+    Transport,
+    connectors_switched_off,
+)
 from apps.connectors.selectors import connector_endpoint, tool_resolve
 from apps.core.errors import (
     ApplicationError,
     Conflict,
+    FeatureDisabled,
     NotFound,
     RateLimited,
     UpstreamError,
@@ -66,6 +76,12 @@ def tool_call(*, name: str, arguments: Any, token: ApiToken | None = None) -> di
     connector = tool.connector
     if name != tool.name:
         logger.info("tool.alias_resolved", requested=name, tool=tool.name, connector=connector.slug)
+    if connector.slug in connectors_switched_off():
+        flag = settings.CORTEX_CONNECTOR_FEATURE_FLAGS[connector.slug]
+        raise FeatureDisabled(
+            f"Tool '{tool.name}' is switched off ({flag} is false).",
+            details={"tool": tool.name, "connector": connector.slug, "flag": flag},
+        )
     if not connector.enabled:
         raise Conflict(
             f"Tool '{tool.name}' belongs to connector '{connector.slug}', which is disabled.",

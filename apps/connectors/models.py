@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -43,9 +44,18 @@ class DriftState(models.TextChoices):
     SCHEMA_CHANGED = "schema_changed", "Input schema changed upstream"
 
 
+def connectors_switched_off() -> tuple[str, ...]:
+    """Connectors whose feature flag (``CORTEX_CONNECTOR_FEATURE_FLAGS``) is off: as good as absent."""
+    flags = settings.CORTEX_CONNECTOR_FEATURE_FLAGS
+    return tuple(sorted(slug for slug, flag in flags.items() if not getattr(settings, flag, False)))
+
+
 class ConnectorQuerySet(models.QuerySet["Connector"]):
     def enabled(self) -> ConnectorQuerySet:
         return self.filter(enabled=True)
+
+    def switched_on(self) -> ConnectorQuerySet:
+        return self.exclude(slug__in=connectors_switched_off())
 
 
 class Connector(models.Model):
@@ -107,7 +117,11 @@ class Connector(models.Model):
 class RemoteToolQuerySet(models.QuerySet["RemoteTool"]):
     def published(self) -> RemoteToolQuerySet:
         """Tools of enabled connectors, as agents see them."""
-        return self.filter(connector__enabled=True).select_related("connector")
+        return (
+            self.filter(connector__enabled=True)
+            .exclude(connector__slug__in=connectors_switched_off())
+            .select_related("connector")
+        )
 
     def drifted(self) -> RemoteToolQuerySet:
         return self.filter(drift__in=[DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED])

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 from ulid import ULID
 
-from apps.connectors.models import Connector, RemoteTool, ToolAlias
+from apps.connectors.models import Connector, RemoteTool, ToolAlias, connectors_switched_off
 from apps.connectors.services import REGISTRY_VERSION_KEY
 from apps.core.errors import NotFound
 from apps.core.redis import get_redis
@@ -50,23 +50,30 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
     """
     brand = settings.CORTEX_BRAND
     tools: dict[int, list[dict[str, Any]]] = {}
-    tool_rows = RemoteTool.objects.order_by("connector_id", "position", "name").values_list(
-        "connector_id", "name", "description", "tags", "scopes"
+    switched_off = connectors_switched_off()
+    tool_rows = (
+        RemoteTool.objects.exclude(connector__slug__in=switched_off)
+        .order_by("connector_id", "position", "name")
+        .values_list("connector_id", "name", "description", "tags", "scopes")
     )
     for connector_id, *fields in tool_rows:
         tools.setdefault(connector_id, []).append(_published_tool(*fields))
     entries = []
-    connector_rows = Connector.objects.order_by("position", "slug").values(
-        "pk",
-        "slug",
-        "version",
-        "endpoint",
-        "endpoint_env",
-        "auth_type",
-        "scopes",
-        "ttl_seconds",
-        "enabled",
-        "metadata",
+    connector_rows = (
+        Connector.objects.switched_on()
+        .order_by("position", "slug")
+        .values(
+            "pk",
+            "slug",
+            "version",
+            "endpoint",
+            "endpoint_env",
+            "auth_type",
+            "scopes",
+            "ttl_seconds",
+            "enabled",
+            "metadata",
+        )
     )
     for row in connector_rows:
         entry: dict[str, Any] = {
@@ -96,7 +103,7 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
 class SignedServiceMap:
     body: bytes
     etag: str
-    version: int
+    version: str
     expires_at: float
 
 
@@ -106,7 +113,7 @@ def service_map_signed() -> SignedServiceMap:
     signature = sign(payload, key=settings.CORTEX_SIGNING_KEY)
     body = json.dumps({**payload, "signature": signature}, ensure_ascii=False).encode("utf-8")
     return SignedServiceMap(
-        body=body, etag=f'"{signature}"', version=0, expires_at=time.time() + settings.CORTEX_SERVICE_MAP_TTL
+        body=body, etag=f'"{signature}"', version="", expires_at=time.time() + settings.CORTEX_SERVICE_MAP_TTL
     )
 
 
@@ -119,8 +126,11 @@ def process_caches_clear() -> None:
     _tool_index_cache.clear()
 
 
-def registry_version() -> int:
-    return int(get_redis().get(REGISTRY_VERSION_KEY) or 0)
+def registry_version() -> str:
+    """The registry's version in Redis, plus the feature flags in effect (they change what is published)."""
+    version = int(get_redis().get(REGISTRY_VERSION_KEY) or 0)
+    switched_off = connectors_switched_off()
+    return f"{version}-off:{','.join(switched_off)}" if switched_off else str(version)
 
 
 def service_map_cached() -> SignedServiceMap:
@@ -160,7 +170,7 @@ class ToolSpec:
     scopes: frozenset[str]
 
 
-_tool_index_cache: dict[int, tuple[ToolSpec, ...]] = {}
+_tool_index_cache: dict[str, tuple[ToolSpec, ...]] = {}
 
 
 def published_tool_index() -> tuple[ToolSpec, ...]:

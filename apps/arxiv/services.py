@@ -1,0 +1,375 @@
+"""arXiv search runs: submitted by the API (or the ``arxiv.search`` tool), executed on the Celery
+``arxiv`` queue under arXiv's terms, stored with the papers they found.
+
+Every request to arXiv, from whichever process, passes the shared Redis limiter
+(one slot every ``ARXIV_MIN_INTERVAL_SECONDS``, handed out in arrival order) and
+then holds the single-connection lock. Retryable failures (429, 503, timeouts,
+connection errors) are retried at most ``ARXIV_MAX_RETRIES`` times with
+exponential backoff and full jitter, never sooner than ``Retry-After``. A run
+whose turn would come after its deadline is refused as ``rate_limited`` with the
+exact ``retryAfter``. Identical requests within ``ARXIV_CACHE_SECONDS`` are
+answered from the stored page without calling arXiv.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import random
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.arxiv import metrics as arxiv_metrics
+from apps.arxiv.clients import ArxivClient
+from apps.arxiv.models import Paper, PaperVersion, RunKind, RunStatus, SearchRun, SearchRunPaper
+from apps.arxiv.parsing import ArxivEntry, ArxivPage
+from apps.arxiv.query import build_id_params, build_search_params, normalize_id_list
+from apps.arxiv.schemas import SearchIn
+from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError
+from apps.core.logging import current_correlation_id, get_logger
+from apps.core.ratelimit import ConnectionLock, RateLimiter
+from apps.core.services import event_emit
+from apps.core.signing import canonical_json
+
+logger = get_logger(__name__)
+
+LIMITER_NAME = "arxiv"
+
+
+def arxiv_feature_check() -> None:
+    """``FeatureDisabled`` (503) naming the flag when arXiv is switched off."""
+    if not settings.FEATURE_ARXIV:
+        raise FeatureDisabled(
+            "arXiv search is switched off (FEATURE_ARXIV is false); use local knowledge instead.",
+            details={"flag": "FEATURE_ARXIV"},
+        )
+
+
+def arxiv_limiter() -> RateLimiter:
+    return RateLimiter(LIMITER_NAME, interval=settings.ARXIV_MIN_INTERVAL_SECONDS)
+
+
+def arxiv_connection_lock() -> ConnectionLock:
+    # Held for one request at most; the TTL frees it if the holder dies mid-request.
+    return ConnectionLock(LIMITER_NAME, ttl=settings.ARXIV_TIMEOUT_SECONDS + 5)
+
+
+# --- Submitting -------------------------------------------------------------------------
+
+
+def _cache_key(kind: str, arxiv_params: list[list[str]]) -> str:
+    return hashlib.sha256(canonical_json([kind, arxiv_params])).hexdigest()
+
+
+def search_run_submit(
+    *, kind: str, parameters: dict[str, Any], arxiv_params: list[tuple[str, str]]
+) -> SearchRun:
+    """A run for these parameters: answered from a recent identical run, or queued for a worker."""
+    arxiv_feature_check()
+    params = [[key, value] for key, value in arxiv_params]
+    cache_key = _cache_key(kind, params)
+    now = timezone.now()
+    cached = (
+        SearchRun.objects.filter(
+            cache_key=cache_key,
+            status=RunStatus.SUCCEEDED,
+            cached_from__isnull=True,
+            finished_at__gte=now - timedelta(seconds=settings.ARXIV_CACHE_SECONDS),
+        )
+        .order_by("-finished_at")
+        .first()
+    )
+    common = {
+        "kind": kind,
+        "cache_key": cache_key,
+        "parameters": parameters,
+        "arxiv_params": params,
+        "correlation_id": current_correlation_id() or "",
+    }
+    if cached is not None:
+        run = SearchRun.objects.create(
+            **common,
+            status=RunStatus.SUCCEEDED,
+            cached_from=cached,
+            started_at=now,
+            finished_at=now,
+            duration_ms=0.0,
+        )
+        arxiv_metrics.tool_calls_total.labels(outcome="cached").inc()
+        event_emit(name="arxiv.tool.completed", payload=_event_payload(run, cached=True))
+        return run
+    run = SearchRun.objects.create(**common)
+    from apps.arxiv.tasks import search_run_execute_task  # tasks import this module
+
+    run_id = str(run.pk)
+    transaction.on_commit(lambda: search_run_execute_task.delay(run_id))
+    return run
+
+
+def search_submit(*, payload: SearchIn) -> SearchRun:
+    """A search run for the API's (and the tool's) validated input."""
+    arxiv_feature_check()
+    params = build_search_params(
+        query=payload.query,
+        categories=payload.categories,
+        date_from=payload.dateFrom,
+        date_to=payload.dateTo,
+        start=payload.start,
+        max_results=payload.maxResults,
+        sort_by=payload.sortBy,
+        sort_order=payload.sortOrder,
+    )
+    return search_run_submit(
+        kind=RunKind.SEARCH, parameters=payload.model_dump(mode="json"), arxiv_params=params
+    )
+
+
+def lookup_submit(*, ids: list[str]) -> SearchRun:
+    """A run fetching these papers by id (latest version unless one is named)."""
+    arxiv_feature_check()
+    normalised = normalize_id_list(ids)
+    return search_run_submit(
+        kind=RunKind.LOOKUP, parameters={"ids": normalised}, arxiv_params=build_id_params(normalised)
+    )
+
+
+def search_run_wait(*, run: SearchRun, timeout: float) -> SearchRun:
+    """The run once finished, or as it stands when ``timeout`` seconds have passed."""
+    give_up_at = time.monotonic() + timeout
+    while run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and time.monotonic() < give_up_at:
+        time.sleep(0.05)
+        run.refresh_from_db()
+    return run
+
+
+def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
+    """The API's answer for a run: its page, or the error it ended with raised.
+
+    Raises ``RateLimited`` (429 with retryAfter) or ``UpstreamError`` (502) for failed runs;
+    returns ``{"runId", "status"}`` only for runs still queued or running.
+    """
+    if run.status == RunStatus.SUCCEEDED:
+        source = run.cached_from or run
+        return {
+            "runId": str(run.pk),
+            "status": run.status,
+            "cached": run.cached_from_id is not None,
+            "source": "arxiv",
+            "brand": settings.CORTEX_BRAND,
+            **(source.result or {}),
+        }
+    if run.status == RunStatus.RATE_LIMITED:
+        raise RateLimited(run.error, retry_after=run.retry_after or 0.0, details={"runId": str(run.pk)})
+    if run.status == RunStatus.FAILED:
+        raise UpstreamError(
+            run.error,
+            details={"runId": str(run.pk), "upstream": "arxiv", "type": run.error_type, "retryable": False},
+        )
+    return {"runId": str(run.pk), "status": run.status, "poll": f"/v1/arxiv/runs/{run.pk}"}
+
+
+# --- Executing (Celery worker) -----------------------------------------------------------
+
+
+def backoff_delay(*, attempt: int, retry_after: float | None) -> float:
+    """Full jitter: uniform in [0, min(max, base * 2**attempt)], never before ``Retry-After``."""
+    ceiling = min(settings.ARXIV_BACKOFF_MAX_SECONDS, settings.ARXIV_BACKOFF_BASE_SECONDS * 2**attempt)
+    return max(random.uniform(0, ceiling), retry_after or 0.0)  # noqa: S311 - jitter, not secrecy
+
+
+class _Progress:
+    """What one execution spent waiting, written to the run at the end."""
+
+    def __init__(self) -> None:
+        self.rate_limit_waits = 0
+        self.waited_seconds = 0.0
+
+
+def search_run_execute(*, run_id: str) -> SearchRun:
+    """Call arXiv for a queued run (idempotent: a finished run is left as it is)."""
+    with transaction.atomic():
+        run = SearchRun.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.QUEUED:
+            return run
+        run.status, run.started_at = RunStatus.RUNNING, timezone.now()
+        run.save(update_fields=["status", "started_at"])
+    event_emit(name="arxiv.tool.started", payload=_event_payload(run))
+    started = time.perf_counter()
+    # The deadline counts from submission: time spent queued for a worker is part of the wait.
+    deadline = (
+        time.monotonic()
+        + settings.ARXIV_RUN_DEADLINE_SECONDS
+        - (timezone.now() - run.created_at).total_seconds()
+    )
+    progress = _Progress()
+    client = ArxivClient(
+        api_url=settings.ARXIV_API_URL,
+        timeout=settings.ARXIV_TIMEOUT_SECONDS,
+        gate=lambda: _gate(deadline, progress),
+    )
+    params = [tuple(pair) for pair in run.arxiv_params]
+    try:
+        page = _search_with_retries(run, client, params, deadline, progress)
+    except RateLimited as error:
+        return _finish_rate_limited(run, error, started, progress)
+    except UpstreamError as error:
+        return _finish_failed(run, error, started, progress)
+    return _finish_succeeded(run, page, started, progress)
+
+
+@contextlib.contextmanager
+def _gate(deadline: float, progress: _Progress) -> Iterator[None]:
+    waited = arxiv_limiter().acquire(deadline=deadline)
+    if waited > 0:
+        progress.rate_limit_waits += 1
+        progress.waited_seconds += waited
+        arxiv_metrics.rate_limit_hits_total.inc()
+    with arxiv_connection_lock().hold(deadline=max(deadline, time.monotonic() + 1)):
+        yield
+
+
+def _search_with_retries(
+    run: SearchRun, client: ArxivClient, params: list[tuple[str, str]], deadline: float, progress: _Progress
+) -> ArxivPage:
+    attempt = 0
+    while True:
+        run.attempts += 1
+        try:
+            return client.search(params)
+        except RateLimited:
+            raise
+        except UpstreamError as error:
+            if not error.retryable or attempt >= settings.ARXIV_MAX_RETRIES:
+                raise
+            delay = backoff_delay(attempt=attempt, retry_after=error.retry_after)
+            if time.monotonic() + delay > deadline:
+                raise RateLimited(
+                    f"arXiv asked us to wait {delay:.1f} s, past this run's deadline; retry later.",
+                    retry_after=delay,
+                    details={"limiter": LIMITER_NAME},
+                ) from error
+            logger.warning(
+                "arxiv.retry",
+                run_id=str(run.pk),
+                attempt=run.attempts,
+                delay_s=round(delay, 3),
+                error=str(error),
+            )
+            progress.waited_seconds += delay
+            time.sleep(delay)
+            attempt += 1
+
+
+def _finish(run: SearchRun, started: float, progress: _Progress, **fields: Any) -> SearchRun:
+    duration = time.perf_counter() - started
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.finished_at = timezone.now()
+    run.duration_ms = round(duration * 1000, 1)
+    run.rate_limit_waits = progress.rate_limit_waits
+    run.waited_seconds = round(progress.waited_seconds, 3)
+    run.save()
+    arxiv_metrics.tool_duration_seconds.observe(duration)
+    return run
+
+
+def _finish_succeeded(run: SearchRun, page: ArxivPage, started: float, progress: _Progress) -> SearchRun:
+    with transaction.atomic():
+        papers = [paper_upsert(entry=entry) for entry in page.items]
+        SearchRunPaper.objects.bulk_create(
+            [SearchRunPaper(run=run, paper=paper, rank=rank) for rank, paper in enumerate(papers, start=1)],
+            ignore_conflicts=True,  # the same paper twice in one page keeps its first rank
+        )
+        _finish(run, started, progress, status=RunStatus.SUCCEEDED, result=page.as_dict(), error="")
+    arxiv_metrics.tool_calls_total.labels(outcome="succeeded").inc()
+    event_emit(name="arxiv.tool.completed", payload=_event_payload(run, results=len(page.items)))
+    return run
+
+
+def _finish_rate_limited(
+    run: SearchRun, error: RateLimited, started: float, progress: _Progress
+) -> SearchRun:
+    _finish(
+        run,
+        started,
+        progress,
+        status=RunStatus.RATE_LIMITED,
+        error=error.message,
+        error_type="rate_limited",
+        retry_after=round(error.retry_after, 3),
+    )
+    arxiv_metrics.tool_calls_total.labels(outcome="rate_limited").inc()
+    arxiv_metrics.rate_limit_hits_total.inc()
+    event_emit(name="arxiv.rate_limited", payload=_event_payload(run, retryAfter=run.retry_after))
+    return run
+
+
+def _finish_failed(run: SearchRun, error: UpstreamError, started: float, progress: _Progress) -> SearchRun:
+    error_type = str(error.details.get("reason") or ("retryable" if error.retryable else "terminal"))
+    _finish(run, started, progress, status=RunStatus.FAILED, error=error.message, error_type=error_type)
+    arxiv_metrics.tool_calls_total.labels(outcome="failed").inc()
+    arxiv_metrics.errors_total.labels(type=error_type).inc()
+    event_emit(
+        name="arxiv.tool.failed", payload=_event_payload(run, error=error.message, errorType=error_type)
+    )
+    logger.warning("arxiv.run_failed", run_id=str(run.pk), error=error.message, attempts=run.attempts)
+    return run
+
+
+def _event_payload(run: SearchRun, **extra: Any) -> dict[str, Any]:
+    return {
+        "runId": str(run.pk),
+        "kind": run.kind,
+        "parameters": run.parameters,
+        "status": run.status,
+        "attempts": run.attempts,
+        "durationMs": run.duration_ms,
+        "brand": settings.CORTEX_BRAND,
+        **extra,
+    }
+
+
+# --- Papers ------------------------------------------------------------------------------
+
+
+def _datetime(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def paper_upsert(*, entry: ArxivEntry) -> Paper:
+    """Create or refresh a paper from a parsed entry; an older version never overwrites a newer one."""
+    version = entry.get("version")
+    fields = {
+        "title": entry["title"],
+        "summary": entry["summary"],
+        "authors": entry["authors"],
+        "author_details": entry["authorDetails"],
+        "published": _datetime(entry["published"]),
+        "updated": _datetime(entry["updated"]),
+        "url": entry["url"],
+        "pdf_url": entry.get("pdfUrl", ""),
+        "categories": entry["categories"],
+        "primary_category": entry.get("primaryCategory", ""),
+        "doi": entry.get("doi", ""),
+        "journal_ref": entry.get("journalRef", ""),
+        "comment": entry.get("comment", ""),
+        "latest_version": version,
+    }
+    paper = Paper.objects.select_for_update().filter(arxiv_id=entry["id"]).first()
+    if paper is None:
+        paper = Paper.objects.create(arxiv_id=entry["id"], **fields)
+    elif version is None or paper.latest_version is None or version >= paper.latest_version:
+        for name, value in fields.items():
+            setattr(paper, name, value)
+        paper.save()
+    if version is not None:
+        PaperVersion.objects.get_or_create(
+            paper=paper, version=version, defaults={"updated": _datetime(entry["updated"])}
+        )
+    return paper
