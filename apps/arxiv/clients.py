@@ -129,18 +129,28 @@ class ArxivClient:
     """
 
     def __init__(
-        self, *, api_url: str | None = None, timeout: float | None = None, gate: Gate | None = None
+        self,
+        *,
+        api_url: str | None = None,
+        timeout: float | None = None,
+        gate: Gate | None = None,
+        before_send: Callable[[], object] | None = None,
     ) -> None:
         self.api_url = api_url or arxiv_api_url()
         self.timeout = timeout if timeout is not None else arxiv_timeout()
         self.gate: Gate = gate or contextlib.nullcontext
+        self.before_send: Callable[[], object] = before_send or (lambda: None)
 
     def request_page(self, params: Sequence[tuple[str, str]]) -> ArxivPage:
         """Exactly one HTTP GET with these (unencoded) parameters; see the module docstring."""
         started = time.perf_counter()
         try:
+            # The connection lives inside the gate (one at a time); before_send runs as late as
+            # possible, after the client's set-up, so spacing claimed there holds at arXiv's side.
             with self.gate(), build_client(timeout=self.timeout) as http:
-                response = http.get(self.api_url, params=list(params))
+                request = http.build_request("GET", self.api_url, params=list(params))
+                self.before_send()
+                response = http.send(request)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"arXiv did not answer in time ({type(exc).__name__})",

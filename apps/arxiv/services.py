@@ -33,7 +33,7 @@ from apps.arxiv.query import build_id_params, build_search_params, normalize_id_
 from apps.arxiv.schemas import SearchIn
 from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError
 from apps.core.logging import current_correlation_id, get_logger
-from apps.core.ratelimit import ConnectionLock, RateLimiter
+from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
 from apps.core.services import event_emit
 from apps.core.signing import canonical_json
 
@@ -53,6 +53,10 @@ def arxiv_feature_check() -> None:
 
 def arxiv_limiter() -> RateLimiter:
     return RateLimiter(LIMITER_NAME, interval=settings.ARXIV_MIN_INTERVAL_SECONDS)
+
+
+def arxiv_spacing() -> MinimumSpacing:
+    return MinimumSpacing(LIMITER_NAME, interval=settings.ARXIV_MIN_INTERVAL_SECONDS)
 
 
 def arxiv_connection_lock() -> ConnectionLock:
@@ -212,6 +216,7 @@ def search_run_execute(*, run_id: str) -> SearchRun:
         api_url=settings.ARXIV_API_URL,
         timeout=settings.ARXIV_TIMEOUT_SECONDS,
         gate=lambda: _gate(deadline, progress),
+        before_send=lambda: _claim_send(progress),
     )
     params = [tuple(pair) for pair in run.arxiv_params]
     try:
@@ -232,6 +237,10 @@ def _gate(deadline: float, progress: _Progress) -> Iterator[None]:
         arxiv_metrics.rate_limit_hits_total.inc()
     with arxiv_connection_lock().hold(deadline=max(deadline, time.monotonic() + 1)):
         yield
+
+
+def _claim_send(progress: _Progress) -> None:
+    progress.waited_seconds += arxiv_spacing().claim()
 
 
 def _search_with_retries(

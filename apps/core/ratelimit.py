@@ -57,6 +57,20 @@ redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil((new_tat - now) / 1000) + 10
 return {1, wait}
 """
 
+# KEYS[1] = last-send key, ARGV = interval_us. Claims "now" if the last claim is at least interval old;
+# otherwise returns how long to wait. Returns {claimed (1/0), wait_us}.
+_SPACE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local last = tonumber(redis.call('GET', KEYS[1]) or 0)
+if now < last + interval then
+  return {0, last + interval - now}
+end
+redis.call('SET', KEYS[1], now, 'PX', math.ceil(interval / 1000) + 1000)
+return {1, 0}
+"""
+
 # KEYS[1] = lock key, ARGV[1] = owner token. Deletes only the caller's own lock.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -214,3 +228,33 @@ class ConnectionLock:
             yield
         finally:
             self.redis.eval(_RELEASE, 1, self.key, token)
+
+
+class MinimumSpacing:
+    """At least ``interval`` seconds between the moments callers actually send, across processes.
+
+    The limiter spaces *grants*; a granted caller may still be delayed a little before its
+    request leaves (a slow sleep wake-up, a cold HTTP client), so two requests could arrive
+    closer than the interval. Claiming the send moment right before sending, while holding
+    the upstream's ``ConnectionLock``, makes the spacing hold at the upstream's side.
+    """
+
+    def __init__(self, name: str, *, interval: float, redis_client: redis.Redis | None = None) -> None:
+        self.key = f"{KEY_PREFIX}{name}:last-send"
+        self.interval = interval
+        self._redis = redis_client
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self._redis or get_redis()
+
+    def claim(self) -> float:
+        """Wait until the last send is ``interval`` old, then claim now; returns the seconds waited."""
+        waited = 0.0
+        while True:
+            claimed, wait_us = self.redis.eval(_SPACE, 1, self.key, round(self.interval * 1_000_000))
+            if claimed:
+                return waited
+            pause = int(wait_us) / 1_000_000
+            time.sleep(pause)
+            waited += pause
