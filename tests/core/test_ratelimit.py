@@ -16,7 +16,7 @@ import redis
 from django.conf import settings
 
 from apps.core.errors import RateLimited
-from apps.core.ratelimit import ConnectionLock, RateLimiter
+from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -196,3 +196,12 @@ def test_an_expired_holder_does_not_release_the_next_holders_lock(name: str, red
         first_holding.__exit__(None, None, None)  # first finishes late
         assert redis_client.get(second.key) is not None  # and has not released second's lock
     assert redis_client.get(second.key) is None
+
+
+def test_minimum_spacing_holds_between_actual_sends(name: str) -> None:
+    spacing = MinimumSpacing(name, interval=0.2)
+    assert spacing.claim() == 0
+    started = time.monotonic()
+    waited = spacing.claim()
+    assert 0.15 <= waited <= 0.2
+    assert time.monotonic() - started >= 0.19
