@@ -7,7 +7,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from apps.arxiv import selectors, services
 from apps.arxiv.models import RunStatus, SearchRun
@@ -17,29 +17,31 @@ from apps.core.auth import read_token
 router = Router(tags=["arxiv"])
 
 
-def _answer(run: SearchRun) -> tuple[int, dict]:
+def _answer(run: SearchRun) -> Status:
     run = services.search_run_wait(run=run, timeout=settings.ARXIV_WAIT_SECONDS)
+    return _status(run)
+
+
+def _status(run: SearchRun) -> Status:
     outcome = services.search_run_outcome(run=run)
-    return (202 if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) else 200), outcome
+    return Status(202 if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) else 200, outcome)
 
 
 @router.post(
     "/search", auth=read_token, response={200: RunOut, 202: RunOut}, exclude_none=True, summary="Search arXiv"
 )
-def search(request: HttpRequest, payload: SearchIn) -> tuple[int, dict]:
+def search(request: HttpRequest, payload: SearchIn) -> Status:
     return _answer(services.search_submit(payload=payload))
 
 
 @router.post(
     "/lookup", auth=read_token, response={200: RunOut, 202: RunOut}, exclude_none=True, summary="Papers by id"
 )
-def lookup(request: HttpRequest, payload: LookupIn) -> tuple[int, dict]:
+def lookup(request: HttpRequest, payload: LookupIn) -> Status:
     return _answer(services.lookup_submit(ids=payload.ids))
 
 
 @router.get("/runs/{run_id}", auth=read_token, response={200: RunOut, 202: RunOut}, exclude_none=True)
-def run_detail(request: HttpRequest, run_id: UUID) -> tuple[int, dict]:
+def run_detail(request: HttpRequest, run_id: UUID) -> Status:
     """A run's page once it succeeded; 202 while it is queued or running; its error once it failed."""
-    run = selectors.search_run_get(run_id=run_id)
-    outcome = services.search_run_outcome(run=run)
-    return (202 if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) else 200), outcome
+    return _status(selectors.search_run_get(run_id=run_id))
