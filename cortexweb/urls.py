@@ -15,6 +15,8 @@ urlpatterns = [
     path("v1/", api.urls),
     path("api/", include("apps.core.urls")),
     path("", include("apps.connectors.urls")),
+    path("", include("apps.arxiv.urls")),
+    path("", include("apps.core.urls_pages")),
 ]
 
 handler404 = "apps.core.views.not_found"

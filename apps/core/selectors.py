@@ -7,7 +7,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import QuerySet
 
+from apps.core.models import Event
 from apps.core.redis import get_redis
 
 
@@ -62,3 +64,16 @@ def readiness() -> dict[str, dict[str, Any]]:
             "latencyMs": 0.0,
         }
     return checks
+
+
+EVENT_LIMIT = 100
+
+
+def events_recent(*, prefix: str = "", correlation_id: str = "", limit: int = EVENT_LIMIT) -> QuerySet[Event]:
+    """The newest events first, optionally those whose name starts with ``prefix``."""
+    events = Event.objects.all()
+    if prefix:
+        events = events.filter(name__startswith=prefix)
+    if correlation_id:
+        events = events.filter(correlation_id=correlation_id)
+    return events.order_by("-created_at", "-id")[:limit]

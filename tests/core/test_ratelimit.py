@@ -56,8 +56,9 @@ def test_two_processes_share_one_limit_in_arrival_order(name: str) -> None:
     assert min(gaps) >= 0.19, gaps
     # Served in arrival order: whoever asked first was granted first (5 ms for the start race).
     arrivals = [arrived for _, arrived, _ in grants]
-    assert all(later >= earlier - 0.005 for earlier, later in itertools.pairwise(arrivals))
-    assert grants[-1][2] - grants[0][2] == pytest.approx(19 * 0.2, abs=0.15)
+    assert all(later >= earlier - 0.005 for earlier, later in itertools.pairwise(arrivals)), grants
+    # Nothing is spaced more than needed (a starved process may add idle time, hence the slack).
+    assert grants[-1][2] - grants[0][2] <= 19 * 0.2 + 0.5, grants
 
 
 def test_waiting_threads_are_granted_in_the_order_they_arrived(name: str) -> None:

@@ -1,0 +1,230 @@
+"""HTMX pages of stored arXiv papers: the list with filters, a live arXiv search, runs, one paper.
+
+Each view renders its page, or for an HTMX request only the fragment the page includes.
+The live search never answers a 500: every outcome (results, still running, rate limited,
+upstream failure, feature switched off, bad input) is a message on the page. Full pages
+carry the matching status code; HTMX fragments are always 200, because htmx does not swap
+error responses and the message is the point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_http_methods
+
+from apps.arxiv import selectors, services
+from apps.arxiv.forms import LiveSearchForm, PaperFilterForm
+from apps.arxiv.models import Paper, RunStatus, SearchRun
+from apps.core.errors import ApplicationError, FeatureDisabled, NotFound, RateLimited, UpstreamError
+
+PAGE_SIZE = 20
+# A page should not hang for the API's full wait; a slower run is shown as "still running".
+LIVE_WAIT_CAP_SECONDS = 8.0
+
+
+def _render(request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
+    """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
+    if request.htmx:
+        response = render(request, fragment, context)
+    else:
+        response = render(request, page, context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _web_url(url: str) -> str:
+    """Only http(s) links are rendered as links (stored URLs come from an upstream feed)."""
+    return url if url.startswith(("https://", "http://")) else ""
+
+
+# --- Stored papers ----------------------------------------------------------------------
+
+
+@require_GET
+def paper_list(request: HttpRequest) -> HttpResponse:
+    """Stored papers: full-text search, category and published-date filters, 20 a page."""
+    form = PaperFilterForm(request.GET or None)
+    if form.is_bound:
+        form.is_valid()
+    filters = form.filters()
+    page = Paginator(selectors.paper_search(**filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    categories = selectors.paper_categories()
+    if filters["category"] and filters["category"] not in categories:
+        categories = sorted([*categories, filters["category"]])
+    context = {
+        "form": form,
+        "page": page,
+        "filters": filters,
+        "filtered": any(filters.values()),
+        "categories": categories,
+        "live_form": LiveSearchForm(),
+        "arxiv_enabled": settings.FEATURE_ARXIV,
+        "result": None
+        if settings.FEATURE_ARXIV
+        else LiveResult(state="disabled", message=_disabled_message()),
+    }
+    return _render(request, "arxiv/paper_list.html", "arxiv/partials/_paper_results.html", context)
+
+
+@require_GET
+def paper_detail(request: HttpRequest, arxiv_id: str) -> HttpResponse:
+    """One stored paper: metadata, versions, links, and the runs that found it."""
+    try:
+        paper = selectors.paper_get(arxiv_id=arxiv_id)
+    except NotFound:
+        return render(request, "arxiv/paper_missing.html", {"arxiv_id": arxiv_id}, status=404)
+    context = {
+        "paper": paper,
+        "links": _paper_links(paper),
+        "found_by": selectors.paper_runs(paper=paper),
+        "is_staff": request.user.is_active and request.user.is_staff,
+    }
+    return render(request, "arxiv/paper_detail.html", context)
+
+
+def _paper_links(paper: Paper) -> list[tuple[str, str]]:
+    links = [("Abstract on arXiv", _web_url(paper.url)), ("PDF", _web_url(paper.pdf_url))]
+    if paper.doi:
+        links.append((f"DOI {paper.doi}", f"https://doi.org/{paper.doi}"))
+    return [(label, url) for label, url in links if url]
+
+
+# --- Live arXiv search -----------------------------------------------------------------------
+
+
+@dataclass
+class LiveResult:
+    """What a live search (or a run's page) has to show."""
+
+    state: str  # idle | invalid | results | running | rate_limited | failed | disabled | error
+    status: int = 200
+    run_id: str = ""
+    message: str = ""
+    retry_after: int | None = None
+    cached: bool = False
+    total: int | None = None
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def run_url(self) -> str:
+        return reverse("arxiv:run_detail", args=[self.run_id]) if self.run_id else ""
+
+
+def _items(outcome: dict[str, Any]) -> list[dict[str, Any]]:
+    items = []
+    for item in outcome.get("items") or []:
+        items.append(
+            {
+                "id": item["id"],
+                "title": item["title"],
+                "authors": item.get("authors") or [],
+                "published": datetime.fromisoformat(item["published"]) if item.get("published") else None,
+                "primary_category": item.get("primaryCategory", ""),
+                "url": _web_url(item.get("url", "")),
+                "pdf_url": _web_url(item.get("pdfUrl", "")),
+            }
+        )
+    return items
+
+
+def _outcome(run: SearchRun) -> LiveResult:
+    """The run's state as the page shows it; ``search_run_outcome`` raises for failed runs."""
+    try:
+        outcome = services.search_run_outcome(run=run)
+    except RateLimited as error:
+        return _rate_limited(error, run_id=str(run.pk))
+    except UpstreamError as error:
+        return LiveResult(state="failed", status=502, run_id=str(run.pk), message=error.message)
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+        return LiveResult(state="running", status=202, run_id=str(run.pk))
+    return LiveResult(
+        state="results",
+        run_id=str(run.pk),
+        cached=bool(outcome.get("cached")),
+        total=outcome.get("totalResults"),
+        items=_items(outcome),
+    )
+
+
+def _rate_limited(error: RateLimited, run_id: str = "") -> LiveResult:
+    return LiveResult(
+        state="rate_limited",
+        status=429,
+        run_id=run_id or str(error.details.get("runId", "")),
+        message=error.message,
+        retry_after=max(1, math.ceil(error.retry_after)),
+    )
+
+
+def _live_search(form: LiveSearchForm) -> LiveResult:
+    if not form.is_valid():
+        return LiveResult(state="invalid", status=422)
+    try:
+        run = services.search_submit(payload=form.cleaned_data["payload"])
+        run = services.search_run_wait(
+            run=run, timeout=min(settings.ARXIV_WAIT_SECONDS, LIVE_WAIT_CAP_SECONDS)
+        )
+    except FeatureDisabled as error:
+        return LiveResult(state="disabled", status=503, message=error.message)
+    except RateLimited as error:
+        return _rate_limited(error)
+    except ApplicationError as error:  # e.g. a query arXiv's syntax cannot express
+        return LiveResult(state="error", status=error.status_code, message=error.message)
+    return _outcome(run)
+
+
+@require_http_methods(["GET", "POST"])
+def live_search(request: HttpRequest) -> HttpResponse:
+    """Search arXiv now (POST): results, "still running" with the run to follow, or why not."""
+    if request.method == "POST":
+        form = LiveSearchForm(request.POST)
+        result = _live_search(form)
+    else:
+        form = LiveSearchForm()
+        result = LiveResult(state="idle")
+    if not settings.FEATURE_ARXIV and result.state == "idle":
+        result = LiveResult(state="disabled", message=_disabled_message())
+    context = {"live_form": form, "result": result, "arxiv_enabled": settings.FEATURE_ARXIV}
+    response = _render(
+        request, "arxiv/live_search.html", "arxiv/partials/_live_search.html", context, status=result.status
+    )
+    if result.state == "results":
+        response["HX-Trigger"] = "papers-changed"  # the stored list on /papers refreshes itself
+    return response
+
+
+def _disabled_message() -> str:
+    try:
+        services.arxiv_feature_check()
+    except FeatureDisabled as error:
+        return error.message
+    return ""
+
+
+@require_GET
+def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
+    """One search run as the page shows it; polls itself while the run is queued or running."""
+    try:
+        run = selectors.search_run_get(run_id=run_id)
+    except NotFound:
+        return render(request, "arxiv/run_missing.html", {"run_id": run_id}, status=404)
+    context = {"run": run, "result": _outcome(run), "query": _run_query(run)}
+    return _render(request, "arxiv/run_detail.html", "arxiv/partials/_live_results.html", context)
+
+
+def _run_query(run: SearchRun) -> str:
+    parameters = run.parameters or {}
+    if "query" in parameters:
+        return str(parameters["query"])
+    return ", ".join(str(arxiv_id) for arxiv_id in parameters.get("ids", []))
