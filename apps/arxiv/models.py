@@ -94,6 +94,9 @@ class SearchRun(models.Model):
     waited_seconds = models.FloatField(default=0.0, help_text="Time spent waiting for slots and backoff.")
     error = models.TextField(blank=True)
     error_type = models.CharField(max_length=64, blank=True)
+    retryable = models.BooleanField(
+        default=False, help_text="The last error was transient: retrying later may work."
+    )
     retry_after = models.FloatField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="The normalised page.")
     papers = models.ManyToManyField(Paper, through="SearchRunPaper", related_name="runs")

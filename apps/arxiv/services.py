@@ -173,7 +173,12 @@ def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
     if run.status == RunStatus.FAILED:
         raise UpstreamError(
             run.error,
-            details={"runId": str(run.pk), "upstream": "arxiv", "type": run.error_type, "retryable": False},
+            details={
+                "runId": str(run.pk),
+                "upstream": "arxiv",
+                "type": run.error_type,
+                "retryable": run.retryable,
+            },
         )
     return {"runId": str(run.pk), "status": run.status, "poll": f"/v1/arxiv/runs/{run.pk}"}
 
@@ -321,7 +326,15 @@ def _finish_rate_limited(
 
 def _finish_failed(run: SearchRun, error: UpstreamError, started: float, progress: _Progress) -> SearchRun:
     error_type = str(error.details.get("reason") or ("retryable" if error.retryable else "terminal"))
-    _finish(run, started, progress, status=RunStatus.FAILED, error=error.message, error_type=error_type)
+    _finish(
+        run,
+        started,
+        progress,
+        status=RunStatus.FAILED,
+        error=error.message,
+        error_type=error_type,
+        retryable=error.retryable,
+    )
     arxiv_metrics.tool_calls_total.labels(outcome="failed").inc()
     arxiv_metrics.errors_total.labels(type=error_type).inc()
     event_emit(

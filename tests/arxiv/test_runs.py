@@ -101,20 +101,25 @@ def test_four_503s_are_three_retries_then_a_recorded_failure(arxiv: ReplayArxiv)
     arxiv.script.extend(Reply(status=503, feed="") for _ in range(4))
     run = _run()
     assert len(arxiv.arrivals) == 4
-    assert (run.status, run.attempts, run.error_type) == (RunStatus.FAILED, 4, "retryable")
+    assert (run.status, run.attempts, run.error_type, run.retryable) == (
+        RunStatus.FAILED,
+        4,
+        "retryable",
+        True,
+    )
     assert "503" in run.error
     assert _events(run) == ["arxiv.tool.started", "arxiv.tool.failed"]
     with pytest.raises(UpstreamError) as caught:
         search_run_outcome(run=run)
     assert caught.value.status_code == 502
+    assert caught.value.details["retryable"] is True
 
 
 def test_an_error_feed_is_not_retried_and_carries_arxivs_message(arxiv: ReplayArxiv) -> None:
     arxiv.script.append(Reply(status=400, feed="constructed_2026_error_feed_http400.xml"))
     run = _run()
     assert len(arxiv.arrivals) == 1
-    assert run.status == RunStatus.FAILED
-    assert run.attempts == 1
+    assert (run.status, run.attempts, run.retryable) == (RunStatus.FAILED, 1, False)
     with pytest.raises(UpstreamError) as caught:
         search_run_outcome(run=run)
     assert caught.value.message == "arXiv rejected the request: incorrect id format for 1706.0376"
