@@ -14,6 +14,8 @@ from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.test import Client
 
+from apps.connectors.selectors import process_caches_clear
+from apps.connectors.services import registry_changed
 from apps.core.models import ApiToken
 from apps.core.redis import get_redis
 from apps.core.services import api_token_create
@@ -48,6 +50,14 @@ def celery_worker(django_db_setup: None, django_db_blocker) -> Iterator[object]:
 def _features_on(settings) -> None:
     """Feature-flagged capabilities are on in tests unless a test switches one off (as `make run` does)."""
     settings.FEATURE_ARXIV = True
+
+
+@pytest.fixture(autouse=True)
+def _registry_caches_start_fresh() -> None:
+    """Tests in rolled-back transactions never commit, so on-commit invalidation of the connector
+    registry's caches never runs: start each test on a new registry version with empty caches."""
+    registry_changed()
+    process_caches_clear()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from django.db.models import Prefetch
 from ulid import ULID
 
 from apps.connectors.models import Connector, RemoteTool, ToolAlias, connectors_switched_off
+from apps.connectors.registry_watch import watch
 from apps.connectors.services import REGISTRY_VERSION_KEY
 from apps.core.errors import NotFound
 from apps.core.redis import get_redis
@@ -105,6 +106,7 @@ class SignedServiceMap:
     etag: str
     version: str
     expires_at: float
+    generation: int | None = None  # the registry watch's generation it was cached under
 
 
 def service_map_signed() -> SignedServiceMap:
@@ -126,23 +128,38 @@ def process_caches_clear() -> None:
     _tool_index_cache.clear()
 
 
+def _flags_suffix() -> str:
+    switched_off = connectors_switched_off()
+    return f"-off:{','.join(switched_off)}" if switched_off else "-on"
+
+
 def registry_version() -> str:
     """The registry's version in Redis, plus the feature flags in effect (they change what is published)."""
-    version = int(get_redis().get(REGISTRY_VERSION_KEY) or 0)
-    switched_off = connectors_switched_off()
-    return f"{version}-off:{','.join(switched_off)}" if switched_off else str(version)
+    return f"{int(get_redis().get(REGISTRY_VERSION_KEY) or 0)}{_flags_suffix()}"
 
 
 def service_map_cached() -> SignedServiceMap:
     """The current signed map, shared by all processes until the registry changes or it expires.
 
-    One Redis read (the registry version) per request; the map itself is kept in this
-    process and in Redis, where the first process to build a version publishes it so
-    every process serves the same id, signature and ETag.
+    While this process is subscribed to registry changes (``registry_watch``) a cached copy
+    is served without touching Redis; otherwise one Redis read (the registry version) decides.
+    The map itself is kept in this process and in Redis, where the first process to build a
+    version publishes it so every process serves the same id, signature and ETag.
     """
-    version = registry_version()
+    generation = watch.trusted_generation()  # read before anything that could be stale
     local = _process_cache.get("map")
-    if local and local.version == version and local.expires_at > time.time():
+    now = time.time()
+    if (
+        local
+        and generation is not None
+        and local.generation == generation
+        and local.version.endswith(_flags_suffix())
+        and local.expires_at > now
+    ):
+        return local
+    version = registry_version()
+    if local and local.version == version and local.expires_at > now:
+        _process_cache["map"] = replace(local, generation=generation)
         return local
     redis = get_redis()
     key = SERVICE_MAP_CACHE_KEY.format(version=version)
@@ -155,7 +172,9 @@ def service_map_cached() -> SignedServiceMap:
         redis.set(key, packed, nx=True, px=ttl_ms)
         stored = redis.get(key) or packed
     etag, expires_at, body = stored.split(b"\n", 2)
-    document = SignedServiceMap(body=body, etag=etag.decode(), version=version, expires_at=float(expires_at))
+    document = SignedServiceMap(
+        body=body, etag=etag.decode(), version=version, expires_at=float(expires_at), generation=generation
+    )
     _process_cache["map"] = document
     return document
 

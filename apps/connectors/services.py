@@ -14,6 +14,8 @@ from django.db.models import Max
 
 from apps.connectors import manifest as manifest_format
 from apps.connectors.models import Connector, RemoteTool, ToolAlias
+from apps.connectors.registry_watch import CHANNEL as REGISTRY_CHANNEL
+from apps.connectors.registry_watch import watch
 from apps.core.errors import ValidationFailed
 from apps.core.redis import get_redis
 from apps.core.services import event_emit
@@ -32,7 +34,10 @@ def registry_changed() -> None:
     Callers run it after commit: bumping earlier would let another process rebuild the
     map from rows not yet committed and cache that under the new version.
     """
-    get_redis().incr(REGISTRY_VERSION_KEY)
+    redis = get_redis()
+    version = redis.incr(REGISTRY_VERSION_KEY)
+    watch.changed()  # this process at once; the others when the message arrives
+    redis.publish(REGISTRY_CHANNEL, version)
 
 
 def registry_changed_on_commit() -> None:

@@ -9,18 +9,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from apps.connectors.selectors import process_caches_clear
-from apps.connectors.services import manifest_import, registry_changed
+from apps.connectors.services import manifest_import
 
 DEFAULT_MANIFEST_PATH = Path(settings.BASE_DIR) / "config" / "connectors.manifest.json"
-
-
-@pytest.fixture(autouse=True)
-def _registry_caches_start_fresh() -> None:
-    """Tests in rolled-back transactions never commit, so on-commit invalidation never runs:
-    start each test on a new registry version with empty process caches instead."""
-    registry_changed()
-    process_caches_clear()
 
 
 @pytest.fixture

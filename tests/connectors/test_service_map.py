@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.test import Client
 
-from apps.connectors import selectors
+from apps.connectors import registry_watch, selectors
 from apps.connectors.models import Connector, RemoteTool
-from apps.connectors.services import manifest_import
+from apps.connectors.services import REGISTRY_VERSION_KEY, manifest_import
 from apps.core.redis import get_redis
 from apps.core.signing import verify
 
@@ -132,3 +133,36 @@ def test_the_map_is_rebuilt_once_its_ttl_has_passed(default_registry: dict, sett
     # Redis expires its copy by itself at the same moment; here the clock is only moved for Python.
     get_redis().delete(selectors.SERVICE_MAP_CACHE_KEY.format(version=selectors.registry_version()))
     assert selectors.service_map_cached().etag != first.etag
+
+
+def _wikidata_version() -> str:
+    return _get().json()["connectors"][2]["version"]
+
+
+def test_another_processs_change_reaches_this_process_by_message(
+    default_registry: dict, redis_client
+) -> None:
+    assert _wikidata_version() == "2026.04.07"
+    deadline = time.monotonic() + 2
+    while registry_watch.watch.trusted_generation() is None:  # subscribing is asynchronous
+        assert time.monotonic() < deadline, "the registry watch never subscribed"
+        time.sleep(0.01)
+    _get()  # cached under the subscribed generation: from now on served without Redis reads
+    # Another process commits a change (no signal here), bumps the version and publishes it.
+    Connector.objects.filter(slug="wikidata").update(version="2026.11.22")
+    assert _wikidata_version() == "2026.04.07"  # not told yet: the cached map stands
+    redis_client.publish(registry_watch.CHANNEL, redis_client.incr(REGISTRY_VERSION_KEY))
+    deadline = time.monotonic() + 2
+    while _wikidata_version() != "2026.11.22":
+        assert time.monotonic() < deadline, "the change message never invalidated the cached map"
+        time.sleep(0.01)
+
+
+def test_without_the_subscription_every_request_checks_the_version(
+    default_registry: dict, redis_client, monkeypatch
+) -> None:
+    _get()
+    monkeypatch.setattr(registry_watch.watch, "subscribed", False)
+    Connector.objects.filter(slug="wikidata").update(version="2026.11.23")
+    redis_client.incr(REGISTRY_VERSION_KEY)  # no message: only the version read can notice
+    assert _wikidata_version() == "2026.11.23"
