@@ -107,7 +107,7 @@ def _schema_message(error: jsonschema_rs.ValidationError) -> str:
     kind = type(error.kind).__name__
     last = error.instance_path[-1] if error.instance_path else None
     if kind == "AdditionalProperties":
-        unknown = ", ".join(repr(name) for name in error.kind.unexpected)
+        unknown = ", ".join(repr(name) for name in getattr(error.kind, "unexpected", ()))
         return f"Unknown field(s) {unknown}; remove them or fix their spelling."
     if kind == "Pattern" and last == "name" and "remoteTools" in error.instance_path:
         return f"{error.instance!r} is not a valid tool name: use 1–64 of a–z, 0–9, '.', '_' and '-'."

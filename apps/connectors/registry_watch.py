@@ -75,8 +75,8 @@ class RegistryWatch:
                         if message["type"] == "subscribe":
                             self.subscribed, pause = True, 0.5
             except Exception as error:  # noqa: BLE001 - any failure means: stop trusting, retry
-                if self._stopping:
-                    return
+                if self._stopping or not threading.main_thread().is_alive():
+                    return  # the process is exiting; its servers may be going away with it
                 if self.subscribed:  # say it once per outage, not once per retry
                     logger.warning("connectors.registry_watch_lost", error=str(error))
                 self.subscribed = False

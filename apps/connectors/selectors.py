@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db.models import Prefetch
@@ -57,8 +57,8 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
         .order_by("connector_id", "position", "name")
         .values_list("connector_id", "name", "description", "tags", "scopes")
     )
-    for connector_id, *fields in tool_rows:
-        tools.setdefault(connector_id, []).append(_published_tool(*fields))
+    for connector_id, name, description, tags, scopes in tool_rows:
+        tools.setdefault(connector_id, []).append(_published_tool(name, description, tags, scopes))
     entries = []
     connector_rows = (
         Connector.objects.switched_on()
@@ -163,14 +163,14 @@ def service_map_cached() -> SignedServiceMap:
         return local
     redis = get_redis()
     key = SERVICE_MAP_CACHE_KEY.format(version=version)
-    stored = redis.get(key)
+    stored = cast("bytes | None", redis.get(key))
     if stored is None:
         fresh = service_map_signed()
         ttl_ms = max(1, round((fresh.expires_at - time.time()) * 1000))
         packed = b"\n".join([fresh.etag.encode(), repr(fresh.expires_at).encode(), fresh.body])
         # NX: when processes race to build one version, the first one's map is everyone's.
         redis.set(key, packed, nx=True, px=ttl_ms)
-        stored = redis.get(key) or packed
+        stored = cast("bytes | None", redis.get(key)) or packed
     etag, expires_at, body = stored.split(b"\n", 2)
     document = SignedServiceMap(
         body=body, etag=etag.decode(), version=version, expires_at=float(expires_at), generation=generation

@@ -11,10 +11,13 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import MutableMapping
 from contextvars import ContextVar
+from typing import Any
 
 import structlog
 from django.conf import settings
+from structlog.typing import Processor
 
 _correlation_id: ContextVar[str | None] = ContextVar("correlation_id", default=None)
 
@@ -41,7 +44,9 @@ def accept_or_generate_correlation_id(candidate: str | None) -> str:
     return uuid.uuid4().hex
 
 
-def _add_context(logger: object, method_name: str, event_dict: dict) -> dict:
+def _add_context(
+    logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     correlation_id = _correlation_id.get()
     if correlation_id:
         event_dict.setdefault("correlation_id", correlation_id)
@@ -49,7 +54,7 @@ def _add_context(logger: object, method_name: str, event_dict: dict) -> dict:
     return event_dict
 
 
-SHARED_PROCESSORS = [
+SHARED_PROCESSORS: list[Processor] = [
     structlog.contextvars.merge_contextvars,
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,

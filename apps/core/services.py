@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -53,7 +53,7 @@ def api_token_create(
     name: str,
     scopes: Iterable[str],
     expires_at: datetime | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token; returns the row and the raw token, which is never stored."""
     name = name.strip()

@@ -343,7 +343,7 @@ def parse_entities_body(body: Mapping[str, Any]) -> EntitiesResult:
 def _search_hit(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
         raise WikibaseFormatError(f"search hit without an id: {raw!r:.120}")
-    display = raw.get("display") if isinstance(raw.get("display"), Mapping) else {}
+    display: Mapping[str, Any] = raw["display"] if isinstance(raw.get("display"), Mapping) else {}
 
     def shown(name: str) -> str | None:
         term = display.get(name)
