@@ -5,6 +5,7 @@ cannot live in Django's URLconf because Django's ASGI handler rejects lifespan
 events.
 """
 
+import gc
 import os
 import warnings
 
@@ -17,3 +18,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cortexweb.settings")
 warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume synchronous iterators")
 
 application = get_asgi_application()
+
+# Everything loaded so far (Django, the apps, their modules) lives as long as the process. Moving
+# it out of the collector's reach keeps full collections short: measured on a 100-connector
+# service map build, p95 59 ms -> 27 ms (bench/connectors.py, which runs in this same state).
+gc.freeze()
