@@ -41,6 +41,7 @@ def main(names: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cortexweb.settings")
     # The web process's heap state (Django set up, startup objects frozen out of the collector).
     import cortexweb.asgi  # noqa: F401
+
     unknown = sorted(set(names) - set(available()))
     if unknown:
         print(
