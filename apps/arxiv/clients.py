@@ -19,12 +19,9 @@ and connection lock can wrap every request, including the one re-request
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -33,7 +30,7 @@ from django.conf import settings
 from apps.arxiv.parsing import ArxivApiError, ArxivFeedError, ArxivPage, parse_feed
 from apps.arxiv.query import build_id_params
 from apps.core.errors import UpstreamError
-from apps.core.http import build_client
+from apps.core.http import build_client, parse_retry_after
 from apps.core.logging import get_logger
 
 DEFAULT_API_URL = "https://export.arxiv.org/api/query"
@@ -60,26 +57,6 @@ class ArxivEmptyPageError(UpstreamError):
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message, details=details, retryable=False)
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date); ``None`` if unusable."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def page_from_response(response: httpx.Response) -> ArxivPage:

@@ -22,18 +22,17 @@ from django.utils.html import format_html
 from apps.connectors.forms import ManifestApplyForm, ManifestUploadForm, RemoteToolForm, ToolAliasForm
 from apps.connectors.manifest import dumps
 from apps.connectors.models import Connector, DriftState, RemoteTool, ToolAlias, ToolCall
-from apps.connectors.services import manifest_changes, manifest_import, manifest_validated, registry_export
+from apps.connectors.services import (
+    CONNECTOR_SYNC_FIELDS,
+    TOOL_SYNC_FIELDS,
+    manifest_changes,
+    manifest_import,
+    manifest_validated,
+    registry_export,
+)
 from apps.core.errors import ApplicationError, ValidationFailed
 
 DRIFTED_STATES = [DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED]
-CONNECTOR_SYNC_FIELDS = ["undeclared_upstream_tools", "last_synced_at", "last_sync_error"]
-TOOL_SYNC_FIELDS = [
-    "drift",
-    "last_seen_upstream_at",
-    "upstream_description",
-    "upstream_input_schema",
-    "annotations",
-]
 MANIFEST_FILENAME = "connectors.manifest.json"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from apps.connectors.models import RemoteTool, ToolAlias
+from apps.connectors.services import TOOL_WRITABLE_FIELDS
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 
@@ -67,16 +68,7 @@ class RemoteToolForm(forms.ModelForm):
     class Meta:
         model = RemoteTool
         # The admin passes its own field list; these are the operator-owned fields.
-        fields = [
-            "connector",
-            "name",
-            "description",
-            "tags",
-            "scopes",
-            "position",
-            "upstream_name",
-            "declared_input_schema",
-        ]
+        fields = list(TOOL_WRITABLE_FIELDS)
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]

@@ -11,15 +11,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.connectors.models import Connector, RemoteTool
-
-CONNECTOR_SYNC_FIELDS = ["undeclared_upstream_tools", "last_synced_at", "last_sync_error"]
-TOOL_SYNC_FIELDS = [
-    "upstream_input_schema",
-    "upstream_description",
-    "annotations",
-    "drift",
-    "last_seen_upstream_at",
-]
+from apps.connectors.services import CONNECTOR_SYNC_FIELDS, CONNECTOR_WRITABLE_FIELDS, TOOL_SYNC_FIELDS
 
 
 class ConnectorSerializer(serializers.ModelSerializer):
@@ -29,24 +21,7 @@ class ConnectorSerializer(serializers.ModelSerializer):
     class Meta:
         model = Connector
         fields = [
-            "slug",
-            "name",
-            "version",
-            "transport",
-            "endpoint",
-            "endpoint_env",
-            "auth_type",
-            "auth_secret_env",
-            "auth_header",
-            "scopes",
-            "ttl_seconds",
-            "enabled",
-            "metadata",
-            "rate_limit_interval",
-            "rate_limit_burst",
-            "timeout_seconds",
-            "text_error_patterns",
-            "position",
+            *CONNECTOR_WRITABLE_FIELDS,
             "tool_count",
             "tools",
             *CONNECTOR_SYNC_FIELDS,

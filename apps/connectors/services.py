@@ -315,6 +315,15 @@ CONNECTOR_WRITABLE_FIELDS = (
     "text_error_patterns",
     "position",
 )
+# What sync records upstream: shown everywhere, written only by the gateway's sync.
+CONNECTOR_SYNC_FIELDS = ("undeclared_upstream_tools", "last_synced_at", "last_sync_error")
+TOOL_SYNC_FIELDS = (
+    "drift",
+    "last_seen_upstream_at",
+    "upstream_description",
+    "upstream_input_schema",
+    "annotations",
+)
 TOOL_WRITABLE_FIELDS = (
     "connector",
     "name",

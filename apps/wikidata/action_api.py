@@ -33,15 +33,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 from django.conf import settings
 
 from apps.core.errors import UpstreamError, ValidationFailed
-from apps.core.http import build_client
+from apps.core.http import build_client, parse_retry_after
 from apps.core.logging import get_logger
 from apps.wikidata.statements import (
     Entity,
@@ -139,26 +137,6 @@ class ActionApiError(UpstreamError):
         )
         self.api_code = api_code
         self.info = info
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date); ``None`` if unusable."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def _api_error(body: Mapping[str, Any]) -> tuple[str, str, Mapping[str, Any]] | None:

@@ -50,9 +50,8 @@ import httpx
 from django.conf import settings
 
 from apps.core.errors import UpstreamError, ValidationFailed
-from apps.core.http import build_client
+from apps.core.http import build_client, parse_retry_after
 from apps.core.logging import get_logger
-from apps.wikidata.action_api import parse_retry_after
 
 DEFAULT_SPARQL_URL = "https://query.wikidata.org/sparql"
 UPSTREAM = "wikidata-query-service"
