@@ -11,6 +11,7 @@ from apps.connectors.gateway import tool_call
 from apps.connectors.planner import plan_create
 from apps.connectors.schemas import PlanIn, PlanOut, ToolCallIn, ToolCallOut, ToolOut
 from apps.core.auth import read_token, write_token
+from apps.core.schemas import comma_separated
 
 router = Router(tags=["connectors"])
 
@@ -46,7 +47,9 @@ class ToolFilter(Schema):
 @router.get("/tools", auth=None, response=list[ToolOut], summary="Tools, filtered by tags and scopes")
 def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
     """Published tools carrying *all* the comma-separated ``tags`` and ``scopes`` given."""
-    tools = selectors.tools_filtered(tags=_csv(filters.tags), scopes=_csv(filters.scopes))
+    tools = selectors.tools_filtered(
+        tags=comma_separated(filters.tags), scopes=comma_separated(filters.scopes)
+    )
     return [
         {
             "name": tool.name,
@@ -58,10 +61,6 @@ def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
         }
         for tool in tools
     ]
-
-
-def _csv(value: str | None) -> list[str]:
-    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 @router.post("/tools/call", auth=write_token, response=ToolCallOut, summary="Call a tool by canonical name")

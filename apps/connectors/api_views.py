@@ -14,12 +14,9 @@ from apps.connectors.serializers import ConnectorSerializer, RemoteToolSerialize
 from apps.connectors.services import connector_delete, connector_save, tool_delete, tool_save
 from apps.core.errors import ValidationFailed
 from apps.core.models import TokenScope
+from apps.core.schemas import comma_separated
 
 BOOLEAN_VALUES = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def _csv(value: str | None) -> list[str]:
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
 def _boolean(name: str, value: str) -> bool:
@@ -47,7 +44,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
             queryset = queryset.filter(transport=params["transport"])
         if params.get("enabled"):
             queryset = queryset.filter(enabled=_boolean("enabled", params["enabled"]))
-        if scopes := _csv(params.get("scopes")):
+        if scopes := comma_separated(params.get("scopes")):
             queryset = queryset.filter(scopes__contains=scopes)
         return queryset
 
@@ -80,9 +77,9 @@ class RemoteToolViewSet(viewsets.ModelViewSet):
         params = self.request.query_params
         if params.get("connector"):
             queryset = queryset.filter(connector__slug=params["connector"])
-        if tags := _csv(params.get("tags")):
+        if tags := comma_separated(params.get("tags")):
             queryset = queryset.filter(tags__contains=tags)
-        if scopes := _csv(params.get("scopes")):
+        if scopes := comma_separated(params.get("scopes")):
             queryset = queryset.filter(scopes__contains=scopes)
         if params.get("drift"):
             queryset = queryset.filter(drift=params["drift"])

@@ -12,6 +12,7 @@ from django.utils.cache import patch_vary_headers
 
 from apps.connectors.models import DriftState
 from apps.connectors.selectors import catalogue_entries
+from apps.core.schemas import comma_separated
 
 
 @dataclass
@@ -19,10 +20,6 @@ class Chip:
     value: str
     selected: bool
     url: str
-
-
-def _csv(value: str | None) -> list[str]:
-    return sorted({item.strip() for item in (value or "").split(",") if item.strip()})
 
 
 def _query(tags: list[str], scopes: list[str]) -> str:
@@ -39,7 +36,10 @@ def catalogue(request: HttpRequest) -> HttpResponse:
 
     The full page, or for an HTMX request only the catalogue fragment the page includes.
     """
-    tags, scopes = _csv(request.GET.get("tags")), _csv(request.GET.get("scopes"))
+    tags, scopes = (
+        sorted(set(comma_separated(request.GET.get("tags")))),
+        sorted(set(comma_separated(request.GET.get("scopes")))),
+    )
     entries, all_tags, all_scopes = catalogue_entries(tags=tags, scopes=scopes)
     base = reverse("connectors:catalogue")
     context = {
