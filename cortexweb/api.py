@@ -74,3 +74,4 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 api.add_router("/embeddings", "apps.embeddings.api.router")
 api.add_router("", "apps.connectors.api.router")
 api.add_router("/arxiv", "apps.arxiv.api.router")
+api.add_router("/facts", "apps.wikidata.api.router")

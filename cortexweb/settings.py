@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "apps.embeddings",
     "apps.connectors",
     "apps.arxiv",
+    "apps.wikidata",
 ]
 
 MIDDLEWARE = [
@@ -171,8 +172,8 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # The queues `manage.py run` starts its worker on; each capability adds its own.
-CELERY_WORKER_QUEUES = ["default", "arxiv"]
-CELERY_TASK_ROUTES = {"arxiv.*": {"queue": "arxiv"}}
+CELERY_WORKER_QUEUES = ["default", "arxiv", "wikidata"]
+CELERY_TASK_ROUTES = {"arxiv.*": {"queue": "arxiv"}, "wikidata.*": {"queue": "wikidata"}}
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -233,6 +234,36 @@ ARXIV_BACKOFF_MAX_SECONDS = env.float("ARXIV_BACKOFF_MAX_SECONDS", default=30.0)
 ARXIV_WAIT_SECONDS = env.float("ARXIV_WAIT_SECONDS", default=20.0)
 # A run that would wait longer than this for its turn is refused (rate_limited, with retryAfter).
 ARXIV_RUN_DEADLINE_SECONDS = env.float("ARXIV_RUN_DEADLINE_SECONDS", default=60.0)
+
+# Wikidata (DESIGN §5.2): the real public endpoints by default; tests point them at local replays.
+WIKIDATA_API_URL = env.str("WIKIDATA_API_URL", default="https://www.wikidata.org/w/api.php")
+WIKIDATA_SPARQL_URL = env.str("WIKIDATA_SPARQL_URL", default="https://query.wikidata.org/sparql")
+WIKIDATA_VECTOR_URL = env.str("WIKIDATA_VECTOR_URL", default="https://wd-vectordb.wmcloud.org")
+# Budgets of the shared limiter (reference/external-apis.md; the reasoning is in each client module).
+WIKIDATA_API_INTERVAL_SECONDS = env.float("WIKIDATA_API_INTERVAL_SECONDS", default=0.2)
+WIKIDATA_API_BURST = env.int("WIKIDATA_API_BURST", default=5)
+WIKIDATA_API_MAXLAG = env.int("WIKIDATA_API_MAXLAG", default=5)
+WIKIDATA_API_TIMEOUT_SECONDS = env.float("WIKIDATA_API_TIMEOUT_SECONDS", default=20.0)
+WIKIDATA_VECTOR_INTERVAL_SECONDS = env.float("WIKIDATA_VECTOR_INTERVAL_SECONDS", default=2.0)
+WIKIDATA_VECTOR_BURST = env.int("WIKIDATA_VECTOR_BURST", default=3)
+WIKIDATA_VECTOR_TIMEOUT_SECONDS = env.float("WIKIDATA_VECTOR_TIMEOUT_SECONDS", default=15.0)
+WIKIDATA_SPARQL_INTERVAL_SECONDS = env.float("WIKIDATA_SPARQL_INTERVAL_SECONDS", default=1.0)
+WIKIDATA_SPARQL_BURST = env.int("WIKIDATA_SPARQL_BURST", default=1)
+WIKIDATA_SPARQL_TIMEOUT_SECONDS = env.float("WIKIDATA_SPARQL_TIMEOUT_SECONDS", default=30.0)
+# Retries of one upstream call (retryable failures only), and the longest wait we accept for one.
+WIKIDATA_MAX_RETRIES = env.int("WIKIDATA_MAX_RETRIES", default=2)
+WIKIDATA_BACKOFF_BASE_SECONDS = env.float("WIKIDATA_BACKOFF_BASE_SECONDS", default=0.5)
+WIKIDATA_MAX_RETRY_WAIT_SECONDS = env.float("WIKIDATA_MAX_RETRY_WAIT_SECONDS", default=10.0)
+# A fact run ends (degraded, from local data) rather than wait past this, counted from submission.
+FACTS_RUN_DEADLINE_SECONDS = env.float("FACTS_RUN_DEADLINE_SECONDS", default=45.0)
+# How many entities of the search are read, and how many facts get SPARQL enrichment.
+FACTS_TOP_ENTITIES = env.int("FACTS_TOP_ENTITIES", default=3)
+FACTS_SPARQL_TOP_FACTS = env.int("FACTS_SPARQL_TOP_FACTS", default=3)
+
+# OpenTelemetry: spans per fact run and step. OTEL_TRACES_EXPORTER=otlp|console|none (the SDK's
+# own variable names; OTEL_EXPORTER_OTLP_ENDPOINT etc. configure the OTLP exporter).
+OTEL_TRACES_EXPORTER = env.str("OTEL_TRACES_EXPORTER", default="none")
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="cortexweb")
 
 EMBEDDINGS_URL = env.str("EMBEDDINGS_URL", default="")
 EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="all-MiniLM-L6-v2")

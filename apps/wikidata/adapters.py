@@ -1,0 +1,1 @@
+"""Native implementations of the canonical wikidata.* tools (registered with the gateway)."""

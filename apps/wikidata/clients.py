@@ -1,0 +1,117 @@
+"""The Wikidata clients as the fact workflow and the native tools use them: each request
+passes its upstream's shared Redis limiter (budgets in settings, reasons in each client
+module), is timed and counted per upstream, and retryable failures are retried a bounded
+number of times, never sooner than the upstream asked (``Retry-After``, maxlag) and never
+past the caller's deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from django.conf import settings
+
+from apps.core.errors import RateLimited, UpstreamError
+from apps.core.logging import get_logger
+from apps.core.ratelimit import ConnectionLock, RateLimiter
+from apps.wikidata import action_api, sparql, vectordb
+from apps.wikidata import metrics as wikidata_metrics
+from apps.wikidata.action_api import ActionApiClient
+from apps.wikidata.sparql import SparqlClient
+from apps.wikidata.vectordb import VectorDbClient
+
+logger = get_logger(__name__)
+
+T = TypeVar("T")
+
+# Upstream name → (limiter name, budget function). The limiter names are shared with every process.
+_BUDGETS: dict[str, tuple[str, Callable[[], tuple[float, int]]]] = {
+    action_api.UPSTREAM: (action_api.LIMITER_NAME, action_api.action_api_budget),
+    vectordb.UPSTREAM: (vectordb.LIMITER_NAME, vectordb.vector_budget),
+    sparql.UPSTREAM: (sparql.LIMITER_NAME, sparql.sparql_budget),
+}
+
+
+def upstream_limiter(upstream: str) -> RateLimiter:
+    name, budget = _BUDGETS[upstream]
+    interval, burst = budget()
+    return RateLimiter(name, interval=interval, burst=burst)
+
+
+@contextlib.contextmanager
+def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
+    """The limiter's slot (refused with ``RateLimited`` if it comes after ``deadline``); for WDQS also
+    the one-query-at-a-time lock. Times the whole request, the wait included."""
+    started = time.perf_counter()
+    outcome = "ok"
+    try:
+        waited = upstream_limiter(upstream).acquire(deadline=deadline)
+        if waited > 0:
+            wikidata_metrics.rate_limit_waits_total.labels(upstream=upstream).inc()
+        if upstream == sparql.UPSTREAM:
+            lock = ConnectionLock(sparql.LIMITER_NAME, ttl=sparql.WDQS_HARD_TIMEOUT_SECONDS + 5)
+            lock_deadline = deadline if deadline is not None else time.monotonic() + 60
+            with lock.hold(deadline=max(lock_deadline, time.monotonic() + 1)):
+                yield
+        else:
+            yield
+    except RateLimited:
+        outcome = "rate_limited"
+        raise
+    except UpstreamError as error:
+        outcome = "retryable" if error.retryable else "terminal"
+        raise
+    finally:
+        wikidata_metrics.upstream_calls_total.labels(upstream=upstream, outcome=outcome).inc()
+        wikidata_metrics.upstream_duration_seconds.labels(upstream=upstream).observe(
+            time.perf_counter() - started
+        )
+
+
+def action_api_client(*, deadline: float | None = None) -> ActionApiClient:
+    return ActionApiClient(gate=lambda: _gate(action_api.UPSTREAM, deadline))
+
+
+def vector_db_client(*, deadline: float | None = None) -> VectorDbClient:
+    return VectorDbClient(gate=lambda: _gate(vectordb.UPSTREAM, deadline))
+
+
+def sparql_client(*, deadline: float | None = None) -> SparqlClient:
+    return SparqlClient(gate=lambda: _gate(sparql.UPSTREAM, deadline))
+
+
+def retry_delay(*, attempt: int, retry_after: float | None) -> float:
+    """Full jitter up to ``base * 2**attempt``, never before what the upstream asked for."""
+    ceiling = settings.WIKIDATA_BACKOFF_BASE_SECONDS * 2**attempt
+    return max(random.uniform(0, ceiling), retry_after or 0.0)  # noqa: S311 - jitter, not secrecy
+
+
+def with_retries(call: Callable[[], T], *, what: str, deadline: float | None = None) -> T:
+    """``call()``, retried on retryable ``UpstreamError`` at most ``WIKIDATA_MAX_RETRIES`` times.
+
+    Gives up (re-raising the last error) when the next attempt would start after ``deadline``
+    or wait longer than ``WIKIDATA_MAX_RETRY_WAIT_SECONDS``. ``RateLimited`` from our own
+    limiter is not retried: it already said when a slot would come.
+    """
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except RateLimited:
+            raise
+        except UpstreamError as error:
+            if not error.retryable or attempt >= settings.WIKIDATA_MAX_RETRIES:
+                raise
+            delay = retry_delay(attempt=attempt, retry_after=error.retry_after)
+            too_late = deadline is not None and time.monotonic() + delay > deadline
+            if too_late or delay > settings.WIKIDATA_MAX_RETRY_WAIT_SECONDS:
+                raise
+            logger.warning(
+                "wikidata.retry", what=what, attempt=attempt + 1, delay_s=round(delay, 3), error=str(error)
+            )
+            time.sleep(delay)
+            attempt += 1

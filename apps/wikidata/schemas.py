@@ -1,0 +1,40 @@
+"""In/Out schemas of /v1/facts/."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from apps.core.schemas import StrictSchema
+
+
+class FactQueryIn(StrictSchema):
+    query: str = Field(..., min_length=2, max_length=512, description="The factual question.")
+    topK: int = Field(5, ge=1, le=20)
+    scope: Literal["facts", "properties"] = "facts"
+    includeSparql: bool = True
+    includeDeprecated: bool = Field(False, description="Also rank statements of deprecated rank.")
+    language: str = Field("en", pattern=r"^[a-z]{2,3}(-[a-z0-9]{1,8})*$", max_length=16)
+    waitSeconds: float = Field(10, ge=0, le=30)
+
+
+class FactResultOut(Schema):
+    text: str
+    score: float
+    metadata: dict[str, Any]
+    provenanceUrl: str
+
+
+class FactRunOut(Schema):
+    runId: str
+    status: str
+    query: str
+    plan: dict[str, Any]
+    degraded: bool
+    degradedReason: str | None = None
+    results: list[FactResultOut] | None = None
+    steps: list[dict[str, Any]] | None = None
+    durationMs: float | None = None
+    error: dict[str, Any] | None = None
+    poll: str | None = None

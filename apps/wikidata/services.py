@@ -1,0 +1,757 @@
+"""The Wikidata fact workflow: a question → ranked facts, each traceable to its statement.
+
+``fact_query_submit`` plans the question with the registry's planner, stores a
+``FactRun`` and enqueues it (Celery queue ``wikidata``) after commit. On the worker,
+``fact_run_execute`` runs the steps, recording each (status, timing, error) on the run
+as it goes and in an OpenTelemetry span:
+
+1. **search** — the Wikidata vector database (items, or properties for scope
+   ``properties``); keyword search (``wbsearchentities``) when it fails or finds nothing;
+2. **statements** — ``wbgetentities`` for the top entities (redirects followed, missing
+   ones reported);
+3. **labels** — labels of every property and value entity the candidate statements show,
+   in batches of ≤ 50;
+4. **rank** — each statement as "subject — property — value" embedded and compared with
+   the question (cosine); preferred statements before normal ones of the same property;
+   deprecated ones left out unless asked for;
+5. **details** — labels of the qualifiers and references of the top facts;
+6. **sparql** (optional) — one WDQS query for the top facts' statement nodes, values and
+   references (``prov:wasDerivedFrom``); its text and rows are stored with each fact;
+7. **persist** — ``Fact`` rows, idempotent on (run, statement GUID).
+
+When search or statements fail for good (retries exhausted, deadline reached, or a
+terminal error such as malformed JSON), the run is answered from local data instead:
+stored facts ranked by pgvector similarity, marked ``degraded`` with the reason, logged
+with the correlation id and announced by the ``facts.run.degraded`` event. A step that
+fails later (labels, details, SPARQL) keeps what the run already has and is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from apps.connectors.planner import plan_create
+from apps.core.errors import ApplicationError, RateLimited, UpstreamError
+from apps.core.logging import current_correlation_id, get_logger
+from apps.core.services import event_emit
+from apps.core.tracing import get_tracer
+from apps.embeddings.services import embed_text, embed_texts_cached
+from apps.wikidata import clients
+from apps.wikidata import metrics as wikidata_metrics
+from apps.wikidata.action_api import MAX_IDS_PER_REQUEST, EntitiesResult
+from apps.wikidata.models import Fact, FactRun, FactRunStatus
+from apps.wikidata.sparql import SparqlResult, statement_uri, statements_provenance_query
+from apps.wikidata.statements import (
+    RANKS,
+    EntityIdValue,
+    QuantityValue,
+    Snak,
+    Statement,
+    TimeValue,
+    usable_statements,
+)
+
+logger = get_logger(__name__)
+tracer = get_tracer(__name__)
+
+# Bounds on what one question costs: statements ranked per entity and in all.
+MAX_STATEMENTS_PER_ENTITY = 400
+MAX_CANDIDATES = 1000
+SEARCH_K = 10
+KEYWORD_SEARCH_ATTEMPTS = 3
+_STOPWORDS = frozenset(
+    {
+        "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
+        "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "the", "to", "was", "were",
+        "what", "when", "where", "which", "who", "whom", "whose", "why", "with",
+    }
+)  # fmt: skip
+
+
+# --- Submitting --------------------------------------------------------------------------
+
+
+def fact_query_submit(
+    *,
+    query: str,
+    top_k: int = 5,
+    scope: str | None = None,
+    include_sparql: bool = True,
+    include_deprecated: bool = False,
+    language: str = "en",
+    rerun_of: FactRun | None = None,
+) -> FactRun:
+    """Plan the question (``ValidationFailed`` if the registry cannot) and queue its run."""
+    plan = plan_create(intent="fact_query", query=query, scope=scope)
+    run = FactRun.objects.create(
+        question=query,
+        scope=plan["scope"],
+        top_k=top_k,
+        include_sparql=include_sparql,
+        include_deprecated=include_deprecated,
+        language=language,
+        plan=plan,
+        correlation_id=current_correlation_id() or "",
+        rerun_of=rerun_of,
+    )
+    from apps.wikidata.tasks import fact_run_execute_task  # tasks import this module
+
+    run_id = str(run.pk)
+    transaction.on_commit(lambda: fact_run_execute_task.delay(run_id))
+    return run
+
+
+def fact_run_rerun(*, run: FactRun) -> FactRun:
+    """A new run of the same question and options (the admin's re-run action)."""
+    return fact_query_submit(
+        query=run.question,
+        top_k=run.top_k,
+        scope=run.scope,
+        include_sparql=run.include_sparql,
+        include_deprecated=run.include_deprecated,
+        language=run.language,
+        rerun_of=run,
+    )
+
+
+def fact_run_wait(*, run: FactRun, timeout: float) -> FactRun:
+    """The run once finished, or as it stands when ``timeout`` seconds have passed."""
+    give_up_at = time.monotonic() + timeout
+    while run.pending and time.monotonic() < give_up_at:
+        time.sleep(0.02)
+        run.refresh_from_db()
+    return run
+
+
+def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
+    """The API's answer for a run: its facts, best first, once finished; only its state while pending.
+
+    ``base_url`` (scheme and host) makes ``provenanceUrl`` absolute.
+    """
+    out: dict[str, Any] = {
+        "runId": str(run.pk),
+        "status": run.status,
+        "query": run.question,
+        "plan": run.plan,
+        "degraded": run.degraded,
+    }
+    if run.degraded:
+        out["degradedReason"] = run.degraded_reason
+    if run.pending:
+        out["poll"] = f"/v1/facts/runs/{run.pk}"
+        return out
+    if run.status == FactRunStatus.FAILED:
+        out["error"] = {"message": run.error, "type": run.error_type}
+    out["results"] = [fact_result(fact=fact, base_url=base_url) for fact in run.facts.order_by("position")]
+    out["steps"] = run.steps
+    out["durationMs"] = run.duration_ms
+    return out
+
+
+def fact_result(*, fact: Fact, base_url: str = "") -> dict[str, Any]:
+    wikidata: dict[str, Any] = {
+        "qid": fact.qid,
+        "label": fact.qid_label,
+        "claimGuid": fact.claim_guid,
+        "propertyId": fact.pid,
+        "propertyLabel": fact.pid_label,
+        "value": fact.value,
+        "valueText": fact.value_text,
+        "rank": fact.rank,
+        "statementUri": statement_uri(fact.claim_guid),
+        "endpoint": fact.endpoint,
+        "retrievedAt": fact.retrieved_at.isoformat(),
+    }
+    if fact.sparql:
+        wikidata["sparql"] = fact.sparql
+        wikidata["sparqlEndpoint"] = fact.sparql_endpoint
+    if fact.derived_from_id is not None:
+        wikidata["storedFactId"] = fact.derived_from_id
+    return {
+        "text": fact.text,
+        "score": round(fact.score, 4),
+        "metadata": {"wikidata": wikidata},
+        "provenanceUrl": f"{base_url}/facts/{fact.pk}",
+    }
+
+
+# --- Executing (Celery worker) -------------------------------------------------------------
+
+
+@dataclass
+class Candidate:
+    """A statement as a possible answer, with the text it is ranked by."""
+
+    statement: Statement
+    subject_label: str
+    property_label: str
+    value_text: str
+    value_label: str
+    text: str
+    score: float = 0.0
+    vector: np.ndarray | None = None
+    sparql: SparqlResult | None = None
+    details: dict[str, str] = field(default_factory=dict)
+
+
+class _StepFailed(Exception):
+    """Search or statements failed for good: the run degrades to local data."""
+
+    def __init__(self, step: str, error: ApplicationError) -> None:
+        super().__init__(f"{step}: {error.message}")
+        self.step = step
+        self.error = error
+
+
+class _Steps:
+    """Records each step on the run as it happens (pages show a run in progress) and traces it."""
+
+    def __init__(self, run: FactRun, tools: dict[str, str]) -> None:
+        self.run = run
+        self.tools = tools
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[dict[str, Any]]:
+        entry: dict[str, Any] = {"name": name, "status": "running", "startedAt": timezone.now().isoformat()}
+        if name in self.tools:
+            entry["tool"] = self.tools[name]
+        self.run.steps.append(entry)
+        self._save()
+        started = time.perf_counter()
+        with tracer.start_as_current_span(f"facts.step.{name}") as span:
+            span.set_attribute("cortex.run_id", str(self.run.pk))
+            try:
+                yield entry
+            except ApplicationError as error:
+                entry.update(status="failed", **_error_fields(error))
+                span.set_attribute("cortex.error", error.message)
+                raise
+            except Exception as error:
+                entry.update(status="failed", error=str(error), errorType="internal", retryable=False)
+                raise
+            else:
+                entry["status"] = "ok"
+            finally:
+                entry["durationMs"] = round((time.perf_counter() - started) * 1000, 2)
+                self._save()
+
+    def _save(self) -> None:
+        FactRun.objects.filter(pk=self.run.pk).update(steps=self.run.steps)
+
+
+def _error_fields(error: ApplicationError) -> dict[str, Any]:
+    if isinstance(error, RateLimited):
+        return {"error": error.message, "errorType": "rate_limited", "retryable": True}
+    retryable = bool(getattr(error, "retryable", False))
+    reason = error.details.get("reason") if isinstance(error.details, dict) else None
+    return {
+        "error": error.message,
+        "errorType": str(reason or ("retryable" if retryable else "terminal")),
+        "retryable": retryable,
+        "upstream": error.details.get("upstream") if isinstance(error.details, dict) else None,
+    }
+
+
+def _plan_tools(plan: dict[str, Any]) -> dict[str, str]:
+    """Which registry tool each step stands for, from the plan (search, statements, sparql)."""
+    names = ["search", "statements", "sparql"]
+    steps = plan.get("steps") or []
+    tools: dict[str, str] = {}
+    for step in steps:
+        tool = str(step.get("tool", ""))
+        if "sparql" in tool:
+            tools["sparql"] = tool
+        elif "claims" in tool or "statement" in tool:
+            tools["statements"] = tool
+        elif step.get("order") == 1:
+            tools["search"] = tool
+    return {name: tools[name] for name in names if name in tools}
+
+
+def fact_run_execute(*, run_id: str) -> FactRun:
+    """Run a queued fact run; a finished run is left as it is, a redelivered one starts over
+    (its facts are written with ``update_or_create``, so nothing is duplicated)."""
+    with transaction.atomic():
+        run = FactRun.objects.select_for_update().get(pk=run_id)
+        if not run.pending:
+            return run
+        run.status, run.started_at = FactRunStatus.RUNNING, timezone.now()
+        run.attempts += 1
+        run.steps = []
+        run.save(update_fields=["status", "started_at", "attempts", "steps"])
+    started = time.perf_counter()
+    deadline = (
+        time.monotonic()
+        + settings.FACTS_RUN_DEADLINE_SECONDS
+        - (timezone.now() - run.created_at).total_seconds()
+    )
+    steps = _Steps(run, _plan_tools(run.plan))
+    with tracer.start_as_current_span("facts.run") as span:
+        span.set_attribute("cortex.run_id", str(run.pk))
+        span.set_attribute("cortex.correlation_id", run.correlation_id)
+        span.set_attribute("cortex.scope", run.scope)
+        try:
+            candidates = _gather_and_rank(run, steps, deadline)
+        except _StepFailed as failure:
+            return _finish_degraded(run, steps, failure, started)
+        except Exception as error:  # a bug, not an upstream: record it, never leave the run "running"
+            logger.exception("facts.run_crashed", run_id=str(run.pk))
+            return _finish(run, started, status=FactRunStatus.FAILED, error=str(error), error_type="internal")
+        _enrich(run, steps, candidates, deadline)
+        with steps.step("persist"):
+            _persist(run, candidates)
+        span.set_attribute("cortex.facts", len(candidates))
+    return _finish(run, started, status=FactRunStatus.SUCCEEDED)
+
+
+def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candidate]:
+    language = run.language
+    with steps.step("search") as entry:
+        try:
+            hits = _search(run, deadline, entry)
+        except (UpstreamError, RateLimited) as error:
+            raise _StepFailed("search", error) from error
+    if not hits:
+        return []
+    top_ids = [hit["id"] for hit in hits[: settings.FACTS_TOP_ENTITIES]]
+    with steps.step("statements") as entry:
+        try:
+            entities = _fetch_entities(
+                top_ids,
+                props=("labels", "descriptions", "aliases", "claims"),
+                language=language,
+                deadline=deadline,
+            )
+        except (UpstreamError, RateLimited) as error:
+            raise _StepFailed("statements", error) from error
+        entry["detail"] = {
+            "entities": [entities.resolve(i) for i in top_ids if entities.get(i) is not None],
+            "missing": list(entities.missing),
+            "redirects": [redirect.as_dict() for redirect in entities.redirects],
+        }
+    run.entities = [
+        {**hit, "label": (entities.label(hit["id"], language) or hit.get("label") or "")} for hit in hits
+    ]
+    FactRun.objects.filter(pk=run.pk).update(entities=run.entities)
+    statements: list[Statement] = []
+    for entity_id in top_ids:
+        entity = entities.get(entity_id)
+        if entity is None:
+            continue
+        kept = usable_statements(entity.statements, include_deprecated=run.include_deprecated)
+        statements.extend(kept[:MAX_STATEMENTS_PER_ENTITY])
+    statements = statements[:MAX_CANDIDATES]
+    labels = entities.labels(language)
+    with steps.step("labels") as entry:
+        wanted = _main_ids(statements) - set(labels)
+        entry["detail"] = {"requested": len(wanted)}
+        labels.update(_labels_best_effort(wanted, language, deadline, entry))
+    with steps.step("rank") as entry:
+        candidates = _rank(run, statements, labels)
+        entry["detail"] = {"candidates": len(statements), "kept": len(candidates)}
+    return candidates
+
+
+def _search(run: FactRun, deadline: float, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Vector search, and keyword search when that fails or finds nothing. ``[{id, score, source}]``."""
+    kind = "property" if run.scope == "properties" else "item"
+    try:
+        client = clients.vector_db_client(deadline=deadline)
+        search = client.search_properties if kind == "property" else client.search_items
+        vector_hits = clients.with_retries(
+            lambda: search(run.question, lang=run.language, k=SEARCH_K),
+            what="vector search",
+            deadline=deadline,
+        )
+        if vector_hits:
+            entry["detail"] = {"via": "vector", "hits": len(vector_hits)}
+            return [
+                {
+                    "id": hit.id,
+                    "score": hit.similarity_score,
+                    "source": "vector",
+                    **({"label": hit.label} if hit.label else {}),
+                }
+                for hit in vector_hits
+            ]
+        fallback_reason = "the vector database found nothing"
+    except (UpstreamError, RateLimited) as error:
+        fallback_reason = f"the vector database failed: {error.message}"
+        logger.warning("facts.vector_search_failed", run_id=str(run.pk), error=error.message)
+    entry["fallback"] = fallback_reason
+    api = clients.action_api_client(deadline=deadline)
+    last_error: UpstreamError | RateLimited | None = None
+    for phrase in keyword_phrases(run.question)[:KEYWORD_SEARCH_ATTEMPTS]:
+        try:
+            found = clients.with_retries(
+                lambda phrase=phrase: api.search_entities(
+                    phrase, language=run.language, type=kind, limit=SEARCH_K
+                ),
+                what="keyword search",
+                deadline=deadline,
+            )
+        except (UpstreamError, RateLimited) as error:
+            last_error = error
+            continue
+        if found:
+            entry["detail"] = {"via": "keyword", "phrase": phrase, "hits": len(found)}
+            count = len(found)
+            return [
+                {
+                    "id": hit["id"],
+                    "score": round(1 - index / count, 4),
+                    "source": "keyword",
+                    "label": hit.get("label") or "",
+                }
+                for index, hit in enumerate(found)
+            ]
+    if last_error is not None:
+        raise last_error
+    entry["detail"] = {"via": "keyword", "hits": 0}
+    return []
+
+
+def keyword_phrases(question: str) -> list[str]:
+    """What to give ``wbsearchentities`` (a label/alias prefix search, not a question answerer):
+    runs of capitalised words first ("Douglas Adams"), then the words that are not stopwords,
+    then the question itself, without duplicates."""
+    words = re.findall(r"[\w'’-]+", question)
+    phrases: list[str] = []
+    run_words: list[str] = []
+    for index, word in enumerate([*words, ""]):
+        capitalised = bool(word) and word[0].isupper() and (index > 0 or word.lower() not in _STOPWORDS)
+        if capitalised:
+            run_words.append(word)
+        elif run_words:
+            phrases.append(" ".join(run_words))
+            run_words = []
+    content = [w for w in words if w.lower() not in _STOPWORDS and len(w) > 2]
+    if content:
+        phrases.append(" ".join(content))
+    phrases.append(" ".join(words) or question)
+    return [p for p in dict.fromkeys(p.strip() for p in phrases) if p]
+
+
+def _fetch_entities(
+    ids: Sequence[str], *, props: Sequence[str], language: str, deadline: float
+) -> EntitiesResult:
+    """``wbgetentities`` in batches of ≤ 50, each retried on its own; raises with ``partial`` kept."""
+    client = clients.action_api_client(deadline=deadline)
+    result = EntitiesResult()
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), MAX_IDS_PER_REQUEST):
+        batch = unique[start : start + MAX_IDS_PER_REQUEST]
+        try:
+            result.merge(
+                clients.with_retries(
+                    lambda batch=batch: client.fetch_entities_batch(batch, props=props, languages=[language]),
+                    what="wbgetentities",
+                    deadline=deadline,
+                )
+            )
+        except (UpstreamError, RateLimited) as error:
+            error.partial = result  # type: ignore[attr-defined]
+            raise
+    return result
+
+
+def _labels_best_effort(
+    ids: set[str], language: str, deadline: float, entry: dict[str, Any]
+) -> dict[str, str]:
+    """Labels for ``ids``; on failure the ones fetched so far, the error recorded on the step entry
+    (ids without a label are shown as ids)."""
+    if not ids:
+        return {}
+    try:
+        return _fetch_entities(sorted(ids), props=("labels",), language=language, deadline=deadline).labels(
+            language
+        )
+    except (UpstreamError, RateLimited) as error:
+        entry.update(status="partial", **_error_fields(error))
+        partial: EntitiesResult = getattr(error, "partial", EntitiesResult())
+        return partial.labels(language)
+
+
+def _main_ids(statements: Sequence[Statement]) -> set[str]:
+    ids: set[str] = set()
+    for statement in statements:
+        ids.add(statement.entity_id)
+        ids.update(_snak_ids(statement.mainsnak))
+    return ids
+
+
+def _snak_ids(snak: Snak) -> list[str]:
+    ids = [snak.property_id]
+    if isinstance(snak.value, EntityIdValue):
+        ids.append(snak.value.id)
+    elif isinstance(snak.value, QuantityValue) and snak.value.unit_id:
+        ids.append(snak.value.unit_id)
+    return ids
+
+
+def _time_text(value: TimeValue) -> str:
+    """``+1952-03-11T00:00:00Z`` at day precision → ``1952-03-11``; month → ``1952-03``; year → ``1952``;
+    coarser (decade, century …) → the year as given."""
+    match = re.match(r"^([+-])(\d+)-(\d\d)-(\d\d)", value.time)
+    if not match:
+        return value.time
+    sign, year, month, day = match.groups()
+    year_text = ("-" if sign == "-" else "") + year.lstrip("0").rjust(1, "0")
+    if value.precision >= 11:
+        return f"{year_text}-{month}-{day}"
+    if value.precision == 10:
+        return f"{year_text}-{month}"
+    return year_text
+
+
+def snak_text(snak: Snak, labels: dict[str, str]) -> str:
+    """A snak's value as a reader wants it: entity labels instead of ids, dates at their precision,
+    quantities with their unit's label."""
+    value = snak.value
+    if snak.snaktype != "value" or value is None:
+        return snak.as_text()
+    if isinstance(value, EntityIdValue):
+        return labels.get(value.id, value.id)
+    if isinstance(value, TimeValue):
+        return _time_text(value)
+    if isinstance(value, QuantityValue):
+        unit = value.unit_id
+        return (
+            value.amount
+            if unit is None and value.unit == "1"
+            else f"{value.amount} {labels.get(unit or '', value.unit)}"
+        )
+    return value.as_text()
+
+
+def _rank(run: FactRun, statements: Sequence[Statement], labels: dict[str, str]) -> list[Candidate]:
+    """The ``top_k`` best statements for the question, best first."""
+    if not statements:
+        return []
+    candidates = []
+    for statement in statements:
+        subject = labels.get(statement.entity_id, statement.entity_id)
+        prop = labels.get(statement.property_id, statement.property_id)
+        value_text = snak_text(statement.mainsnak, labels)
+        value = statement.value
+        value_label = labels.get(value.id, "") if isinstance(value, EntityIdValue) else ""
+        candidates.append(
+            Candidate(
+                statement=statement,
+                subject_label=subject,
+                property_label=prop,
+                value_text=value_text,
+                value_label=value_label,
+                text=f"{subject} — {prop} — {value_text}",
+            )
+        )
+    question = embed_text(text=run.question)
+    vectors = embed_texts_cached(texts=[c.text for c in candidates])
+    scores = vectors @ question
+    for candidate, vector, score in zip(candidates, vectors, scores, strict=True):
+        candidate.vector, candidate.score = vector, float(score)
+    _prefer_preferred(candidates)
+    candidates.sort(key=lambda c: (-c.score, RANKS.index(c.statement.rank), c.statement.guid))
+    return candidates[: run.top_k]
+
+
+def _prefer_preferred(candidates: list[Candidate]) -> None:
+    """Within one subject and property, a normal statement never outranks a preferred one (Wikibase's
+    "best rank"), and a deprecated one (only present when asked for) never outranks either."""
+    best: dict[tuple[str, str, str], float] = {}
+    for candidate in candidates:
+        key = (candidate.statement.entity_id, candidate.statement.property_id, candidate.statement.rank)
+        best[key] = max(best.get(key, -2.0), candidate.score)
+    for candidate in candidates:
+        statement = candidate.statement
+        better_ranks = RANKS[: RANKS.index(statement.rank)]
+        ceilings = [
+            best[(statement.entity_id, statement.property_id, r)]
+            for r in better_ranks
+            if (statement.entity_id, statement.property_id, r) in best
+        ]
+        if ceilings:
+            candidate.score = min(candidate.score, min(ceilings) - 1e-4)
+
+
+def _enrich(run: FactRun, steps: _Steps, candidates: list[Candidate], deadline: float) -> None:
+    """Labels for the top facts' qualifiers and references, and their SPARQL provenance: best effort,
+    a failure recorded on its step and the facts kept."""
+    if not candidates:
+        return
+    detail_ids: set[str] = set()
+    for candidate in candidates:
+        for snak in candidate.statement.qualifiers:
+            detail_ids.update(_snak_ids(snak))
+        for reference in candidate.statement.references:
+            for snak in reference.snaks:
+                detail_ids.update(_snak_ids(snak))
+    known = {key for c in candidates for key in (c.statement.entity_id, c.statement.property_id)}
+    wanted = detail_ids - known
+    if wanted:
+        with contextlib.suppress(UpstreamError, RateLimited), steps.step("details") as entry:
+            entry["detail"] = {"requested": len(wanted)}
+            labels = _labels_best_effort(wanted, run.language, deadline, entry)
+            for candidate in candidates:
+                candidate.details = {k: v for k, v in labels.items() if k in detail_ids}
+    if run.include_sparql:
+        top = candidates[: settings.FACTS_SPARQL_TOP_FACTS]
+        with contextlib.suppress(UpstreamError, RateLimited), steps.step("sparql") as entry:
+            query = statements_provenance_query([c.statement.guid for c in top])
+            client = clients.sparql_client(deadline=deadline)
+            result = clients.with_retries(lambda: client.select(query), what="sparql", deadline=deadline)
+            entry["detail"] = {"rows": len(result), "facts": len(top)}
+            for candidate in top:
+                candidate.sparql = result
+
+
+def _labelled_snak(snak: Snak, labels: dict[str, str]) -> dict[str, Any]:
+    data = snak.as_dict()
+    data["propertyLabel"] = labels.get(snak.property_id, "")
+    data["text"] = snak_text(snak, labels)
+    return data
+
+
+def _sparql_rows_for(result: SparqlResult, claim_guid: str) -> dict[str, Any]:
+    uri = statement_uri(claim_guid)
+    data = result.as_dict()
+    data["rows"] = [row for row in data["rows"] if (row.get("statement") or {}).get("value") == uri]
+    return data
+
+
+def _persist(run: FactRun, candidates: list[Candidate]) -> None:
+    endpoint = clients.action_api_client().api_url
+    retrieved_at = timezone.now()
+    with transaction.atomic():
+        for position, candidate in enumerate(candidates, start=1):
+            statement = candidate.statement
+            labels = {statement.property_id: candidate.property_label, **candidate.details}
+            defaults: dict[str, Any] = {
+                "position": position,
+                "text": candidate.text,
+                "score": candidate.score,
+                "qid": statement.entity_id,
+                "qid_label": candidate.subject_label,
+                "pid": statement.property_id,
+                "pid_label": candidate.property_label,
+                "snaktype": statement.snaktype,
+                "datatype": statement.mainsnak.datatype or "",
+                "value": statement.value.as_dict() if statement.value is not None else None,
+                "value_text": candidate.value_text,
+                "value_label": candidate.value_label,
+                "rank": statement.rank,
+                "qualifiers": [_labelled_snak(snak, labels) for snak in statement.qualifiers],
+                "references": [
+                    {**reference.as_dict(), "snaks": [_labelled_snak(s, labels) for s in reference.snaks]}
+                    for reference in statement.references
+                ],
+                "endpoint": endpoint,
+                "retrieved_at": retrieved_at,
+                "embedding": candidate.vector,
+            }
+            if candidate.sparql is not None:
+                defaults.update(
+                    sparql=candidate.sparql.query,
+                    sparql_endpoint=candidate.sparql.endpoint,
+                    sparql_results=_sparql_rows_for(candidate.sparql, statement.guid),
+                )
+            Fact.objects.update_or_create(run=run, claim_guid=statement.guid, defaults=defaults)
+
+
+def _finish(run: FactRun, started: float, **fields: Any) -> FactRun:
+    duration = time.perf_counter() - started
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.finished_at = timezone.now()
+    run.duration_ms = round(duration * 1000, 1)
+    run.save()
+    outcome = "degraded" if run.degraded else str(run.status)
+    wikidata_metrics.fact_runs_total.labels(outcome=outcome).inc()
+    wikidata_metrics.fact_run_duration_seconds.observe(duration)
+    event_emit(
+        name=f"facts.run.{'degraded' if run.degraded else run.status}",
+        payload={
+            "runId": str(run.pk),
+            "question": run.question,
+            "status": run.status,
+            "degraded": run.degraded,
+            "reason": run.degraded_reason or run.error,
+            "facts": run.facts.count(),
+            "durationMs": run.duration_ms,
+            "correlationId": run.correlation_id,
+        },
+    )
+    return run
+
+
+def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started: float) -> FactRun:
+    reason = f"Wikidata {failure.step} failed: {failure.error.message}"
+    logger.warning(
+        "facts.run_degraded",
+        run_id=str(run.pk),
+        step=failure.step,
+        reason=reason,
+        correlation_id=run.correlation_id,
+    )
+    with steps.step("local") as entry:
+        entry["detail"] = {"facts": local_facts_copy(run=run)}
+    fields = _error_fields(failure.error)
+    return _finish(
+        run,
+        started,
+        status=FactRunStatus.SUCCEEDED,
+        degraded=True,
+        degraded_reason=reason,
+        error=failure.error.message,
+        error_type=fields["errorType"],
+    )
+
+
+def local_facts_copy(*, run: FactRun) -> int:
+    """Answer ``run`` from stored Wikidata facts (of other runs) most similar to its question:
+    copies them into the run, pointing at the originals. Returns how many."""
+    question = embed_text(text=run.question)
+    nearest = (
+        Fact.objects.from_wikidata()
+        .filter(embedding__isnull=False, derived_from__isnull=True)
+        .exclude(run=run)
+        .annotate(distance=CosineDistance("embedding", question))
+        .order_by("distance")[: run.top_k * 4]
+    )
+    chosen: dict[str, Fact] = {}
+    for fact in nearest:
+        chosen.setdefault(fact.claim_guid, fact)
+        if len(chosen) == run.top_k:
+            break
+    copied = [
+        "run",
+        "position",
+        "score",
+        "id",
+        "pk",
+        "derived_from",
+        "derived_from_id",
+        "run_id",
+        "created_at",
+    ]
+    with transaction.atomic():
+        for position, original in enumerate(chosen.values(), start=1):
+            defaults = {
+                f.attname: getattr(original, f.attname)
+                for f in Fact._meta.concrete_fields
+                if f.attname not in copied and f.name not in copied
+            }
+            defaults.update(position=position, score=1 - float(original.distance), derived_from=original)
+            Fact.objects.update_or_create(run=run, claim_guid=original.claim_guid, defaults=defaults)
+    return len(chosen)
