@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", include("apps.core.urls")),
     path("", include("apps.connectors.urls")),
     path("", include("apps.arxiv.urls")),
+    path("", include("apps.wikidata.urls")),
     path("", include("apps.core.urls_pages")),
 ]
 

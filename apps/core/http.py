@@ -8,10 +8,13 @@ logs can be matched to ours. Nothing else in the code calls ``httpx.get``.
 
 from __future__ import annotations
 
+import functools
 import math
+import ssl
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
+import certifi
 import httpx
 import httpx2
 from django.conf import settings
@@ -36,12 +39,23 @@ def default_headers() -> dict[str, str]:
     return headers
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process (certifi's CA bundle, as httpx's default).
+
+    Loading the CA bundle costs ~30 ms; building it for every client made each upstream request
+    that much slower. An ``SSLContext`` is safe to share between threads and clients.
+    """
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 def build_client(
     *, base_url: str = "", timeout: float | None = None, follow_redirects: bool = False
 ) -> httpx.Client:
     """A synchronous client; use it as a context manager."""
     return httpx.Client(
         base_url=base_url,
+        verify=tls_context(),
         timeout=default_timeout(timeout),
         headers=default_headers(),
         follow_redirects=follow_redirects,
@@ -54,6 +68,7 @@ def build_async_client(
     """An asynchronous client; use it as an async context manager."""
     return httpx.AsyncClient(
         base_url=base_url,
+        verify=tls_context(),
         timeout=default_timeout(timeout),
         headers=default_headers(),
         follow_redirects=follow_redirects,

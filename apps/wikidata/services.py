@@ -40,10 +40,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
+from redis.exceptions import RedisError
 
 from apps.connectors.planner import plan_create
 from apps.core.errors import ApplicationError, RateLimited, UpstreamError
 from apps.core.logging import current_correlation_id, get_logger
+from apps.core.redis import get_redis
 from apps.core.services import event_emit
 from apps.core.tracing import get_tracer
 from apps.embeddings.services import embed_text, embed_texts_cached
@@ -227,7 +229,6 @@ class _Steps:
         if name in self.tools:
             entry["tool"] = self.tools[name]
         self.run.steps.append(entry)
-        self._save()
         started = time.perf_counter()
         with tracer.start_as_current_span(f"facts.step.{name}") as span:
             span.set_attribute("cortex.run_id", str(self.run.pk))
@@ -247,6 +248,7 @@ class _Steps:
                 self._save()
 
     def _save(self) -> None:
+        # Once per step, when it ends: the run's page shows the steps done so far.
         FactRun.objects.filter(pk=self.run.pk).update(steps=self.run.steps)
 
 
@@ -355,7 +357,6 @@ def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candi
     labels = entities.labels(language)
     with steps.step("labels") as entry:
         wanted = _main_ids(statements) - set(labels)
-        entry["detail"] = {"requested": len(wanted)}
         labels.update(_labels_best_effort(wanted, language, deadline, entry))
     with steps.step("rank") as entry:
         candidates = _rank(run, statements, labels)
@@ -466,21 +467,47 @@ def _fetch_entities(
     return result
 
 
+# Labels change rarely and the same properties recur in every question: one day in Redis, shared.
+LABEL_CACHE_SECONDS = 24 * 3600
+
+
+def _label_key(language: str, entity_id: str) -> str:
+    return f"cortex:wikidata:label:{language}:{entity_id}"
+
+
 def _labels_best_effort(
     ids: set[str], language: str, deadline: float, entry: dict[str, Any]
 ) -> dict[str, str]:
-    """Labels for ``ids``; on failure the ones fetched so far, the error recorded on the step entry
-    (ids without a label are shown as ids)."""
+    """Labels for ``ids`` (from the cache, the rest fetched); on failure the ones got so far, the error
+    recorded on the step entry (ids without a label are shown as ids). An entity without a label in
+    the language chain is cached as "" so it is not asked for again."""
     if not ids:
         return {}
+    wanted = sorted(ids)
+    redis = get_redis()
     try:
-        return _fetch_entities(sorted(ids), props=("labels",), language=language, deadline=deadline).labels(
-            language
-        )
+        cached = redis.mget([_label_key(language, i) for i in wanted])
+    except RedisError:
+        cached = [None] * len(wanted)
+    labels = {i: raw.decode() for i, raw in zip(wanted, cached, strict=True) if raw is not None}
+    missing = [i for i in wanted if i not in labels]
+    entry["detail"] = {"requested": len(wanted), "cached": len(labels)}
+    if not missing:
+        return {i: label for i, label in labels.items() if label}
+    try:
+        found = _fetch_entities(missing, props=("labels",), language=language, deadline=deadline)
     except (UpstreamError, RateLimited) as error:
         entry.update(status="partial", **_error_fields(error))
-        partial: EntitiesResult = getattr(error, "partial", EntitiesResult())
-        return partial.labels(language)
+        found = getattr(error, "partial", EntitiesResult())
+        missing = [i for i in missing if found.get(i) is not None]  # cache only what was answered
+    fetched = found.labels(language)
+    with contextlib.suppress(RedisError):
+        pipe = redis.pipeline(transaction=False)
+        for entity_id in missing:
+            pipe.set(_label_key(language, entity_id), fetched.get(entity_id, ""), ex=LABEL_CACHE_SECONDS)
+        pipe.execute()
+    labels.update(fetched)
+    return {i: label for i, label in labels.items() if label}
 
 
 def _main_ids(statements: Sequence[Statement]) -> set[str]:
@@ -601,7 +628,6 @@ def _enrich(run: FactRun, steps: _Steps, candidates: list[Candidate], deadline: 
     wanted = detail_ids - known
     if wanted:
         with contextlib.suppress(UpstreamError, RateLimited), steps.step("details") as entry:
-            entry["detail"] = {"requested": len(wanted)}
             labels = _labels_best_effort(wanted, run.language, deadline, entry)
             for candidate in candidates:
                 candidate.details = {k: v for k, v in labels.items() if k in detail_ids}
@@ -631,42 +657,54 @@ def _sparql_rows_for(result: SparqlResult, claim_guid: str) -> dict[str, Any]:
 
 
 def _persist(run: FactRun, candidates: list[Candidate]) -> None:
+    """The run's facts in one upsert on (run, statement GUID): a retried task rewrites, never duplicates."""
     endpoint = clients.action_api_client().api_url
     retrieved_at = timezone.now()
-    with transaction.atomic():
-        for position, candidate in enumerate(candidates, start=1):
-            statement = candidate.statement
-            labels = {statement.property_id: candidate.property_label, **candidate.details}
-            defaults: dict[str, Any] = {
-                "position": position,
-                "text": candidate.text,
-                "score": candidate.score,
-                "qid": statement.entity_id,
-                "qid_label": candidate.subject_label,
-                "pid": statement.property_id,
-                "pid_label": candidate.property_label,
-                "snaktype": statement.snaktype,
-                "datatype": statement.mainsnak.datatype or "",
-                "value": statement.value.as_dict() if statement.value is not None else None,
-                "value_text": candidate.value_text,
-                "value_label": candidate.value_label,
-                "rank": statement.rank,
-                "qualifiers": [_labelled_snak(snak, labels) for snak in statement.qualifiers],
-                "references": [
+    facts = []
+    for position, candidate in enumerate(candidates, start=1):
+        statement = candidate.statement
+        labels = {statement.property_id: candidate.property_label, **candidate.details}
+        sparql = candidate.sparql
+        facts.append(
+            Fact(
+                run=run,
+                claim_guid=statement.guid,
+                position=position,
+                text=candidate.text,
+                score=candidate.score,
+                qid=statement.entity_id,
+                qid_label=candidate.subject_label,
+                pid=statement.property_id,
+                pid_label=candidate.property_label,
+                snaktype=statement.snaktype,
+                datatype=statement.mainsnak.datatype or "",
+                value=statement.value.as_dict() if statement.value is not None else None,
+                value_text=candidate.value_text,
+                value_label=candidate.value_label,
+                rank=statement.rank,
+                qualifiers=[_labelled_snak(snak, labels) for snak in statement.qualifiers],
+                references=[
                     {**reference.as_dict(), "snaks": [_labelled_snak(s, labels) for s in reference.snaks]}
                     for reference in statement.references
                 ],
-                "endpoint": endpoint,
-                "retrieved_at": retrieved_at,
-                "embedding": candidate.vector,
-            }
-            if candidate.sparql is not None:
-                defaults.update(
-                    sparql=candidate.sparql.query,
-                    sparql_endpoint=candidate.sparql.endpoint,
-                    sparql_results=_sparql_rows_for(candidate.sparql, statement.guid),
-                )
-            Fact.objects.update_or_create(run=run, claim_guid=statement.guid, defaults=defaults)
+                endpoint=endpoint,
+                retrieved_at=retrieved_at,
+                embedding=candidate.vector,
+                sparql=sparql.query if sparql else "",
+                sparql_endpoint=sparql.endpoint if sparql else "",
+                sparql_results=_sparql_rows_for(sparql, statement.guid) if sparql else None,
+            )
+        )
+    if facts:
+        Fact.objects.bulk_create(
+            facts,
+            update_conflicts=True,
+            unique_fields=["run", "claim_guid"],
+            update_fields=[f.name for f in Fact._meta.concrete_fields if f.name not in _NOT_REWRITTEN],
+        )
+
+
+_NOT_REWRITTEN = {"id", "run", "claim_guid", "created_at", "derived_from"}
 
 
 def _finish(run: FactRun, started: float, **fields: Any) -> FactRun:

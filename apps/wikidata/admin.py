@@ -1,0 +1,224 @@
+"""Admin of fact runs and facts: read-only provenance, and a re-run action.
+
+Runs and facts are written only by the fact workflow; the admin shows them (what was asked,
+the plan, how each step went, what was found and where it came from) and changes nothing.
+Superusers may delete runs (their facts go with them); "Re-run" queues a new run of the same
+question through the service, linked to the old one.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from apps.core.errors import ApplicationError
+from apps.wikidata import services
+from apps.wikidata.models import Fact, FactRun
+
+
+class ReadOnlyAdminMixin:
+    """View permission only: Django then renders every field read-only and offers no save."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _pretty_json(value: Any) -> str:
+    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
+
+
+class FactInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = Fact
+    fields = ["position", "text", "qid", "pid", "rank", "score", "admin_link"]
+    readonly_fields = fields
+    extra = 0
+    show_change_link = False
+    ordering = ["position"]
+
+    @admin.display(description="Fact")
+    def admin_link(self, fact: Fact) -> str:
+        url = reverse("admin:wikidata_fact_change", args=[fact.pk])
+        return format_html('<a href="{}">{}</a>', url, fact.pk)
+
+
+@admin.register(FactRun)
+class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["question_short", "status", "degraded", "scope", "created_at", "duration_ms"]
+    list_filter = ["status", "degraded", "scope"]
+    search_fields = ["question", "=correlation_id"]
+    search_help_text = "Words of the question, a run id, or a correlation id (exact)."
+    list_select_related = ["rerun_of"]
+    date_hierarchy = "created_at"
+    inlines = [FactInline]
+    actions = ["rerun"]
+    fields = [
+        "id",
+        "question",
+        "status",
+        "degraded",
+        "degraded_reason",
+        "scope",
+        "top_k",
+        "include_sparql",
+        "include_deprecated",
+        "language",
+        "plan_json",
+        "steps_json",
+        "entities_json",
+        "error_type",
+        "error",
+        "attempts",
+        "correlation_id",
+        "rerun_of_link",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "duration_ms",
+        "page_link",
+    ]
+    readonly_fields = fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    def has_rerun_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser or request.user.has_perm("wikidata.add_factrun"))
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[FactRun], search_term: str
+    ) -> tuple[QuerySet[FactRun], bool]:
+        # A UUID term matches the run id too (a UUID lookup with another value would raise).
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        try:
+            run_id = uuid.UUID(search_term.strip())
+        except ValueError:
+            return found, duplicates
+        return found | queryset.filter(pk=run_id), duplicates
+
+    @admin.action(description="Re-run the selected runs", permissions=["rerun"])
+    def rerun(self, request: HttpRequest, queryset: QuerySet[FactRun]) -> None:
+        queued = 0
+        for run in queryset.order_by("created_at"):
+            try:
+                services.fact_run_rerun(run=run)
+            except ApplicationError as error:  # e.g. the registry can no longer plan the question
+                self.message_user(request, f"{run.question[:60]}: {error.message}", level=messages.ERROR)
+            else:
+                queued += 1
+        if queued:
+            self.message_user(request, f"Queued {queued} new run(s).", level=messages.SUCCESS)
+
+    @admin.display(description="Question", ordering="question")
+    def question_short(self, run: FactRun) -> str:
+        return run.question[:100]
+
+    @admin.display(description="Plan")
+    def plan_json(self, run: FactRun) -> str:
+        return _pretty_json(run.plan)
+
+    @admin.display(description="Steps")
+    def steps_json(self, run: FactRun) -> str:
+        return _pretty_json(run.steps)
+
+    @admin.display(description="Entities")
+    def entities_json(self, run: FactRun) -> str:
+        return _pretty_json(run.entities)
+
+    @admin.display(description="Re-run of")
+    def rerun_of_link(self, run: FactRun) -> str:
+        if run.rerun_of_id is None:
+            return "—"
+        url = reverse("admin:wikidata_factrun_change", args=[run.rerun_of_id])
+        return format_html('<a href="{}">{}</a>', url, run.rerun_of_id)
+
+    @admin.display(description="Page")
+    def page_link(self, run: FactRun) -> str:
+        url = reverse("wikidata:run_detail", args=[run.pk])
+        return format_html('<a href="{}">{}</a>', url, url)
+
+
+@admin.register(Fact)
+class FactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["text_short", "qid", "pid", "rank", "score", "run"]
+    list_filter = ["rank", "datatype"]
+    search_fields = ["=qid", "=pid", "=claim_guid", "text"]
+    search_help_text = "A QID, PID or statement GUID (exact), or words of the fact."
+    list_select_related = ["run"]
+    fields = [
+        "text",
+        "run_link",
+        "position",
+        "score",
+        "qid",
+        "qid_label",
+        "pid",
+        "pid_label",
+        "claim_guid",
+        "snaktype",
+        "datatype",
+        "value_json",
+        "value_text",
+        "value_label",
+        "rank",
+        "qualifiers_json",
+        "references_json",
+        "sparql",
+        "sparql_endpoint",
+        "sparql_results_json",
+        "endpoint",
+        "retrieved_at",
+        "derived_from_link",
+        "created_at",
+        "page_link",
+    ]
+    readonly_fields = fields  # the embedding is left out: a vector says nothing to a reader
+
+    @admin.display(description="Fact", ordering="text")
+    def text_short(self, fact: Fact) -> str:
+        return fact.text[:100]
+
+    @admin.display(description="Run")
+    def run_link(self, fact: Fact) -> str:
+        url = reverse("admin:wikidata_factrun_change", args=[fact.run_id])
+        return format_html('<a href="{}">{}</a>', url, fact.run)
+
+    @admin.display(description="Value")
+    def value_json(self, fact: Fact) -> str:
+        return _pretty_json(fact.value)
+
+    @admin.display(description="Qualifiers")
+    def qualifiers_json(self, fact: Fact) -> str:
+        return _pretty_json(fact.qualifiers)
+
+    @admin.display(description="References")
+    def references_json(self, fact: Fact) -> str:
+        return _pretty_json(fact.references)
+
+    @admin.display(description="SPARQL results")
+    def sparql_results_json(self, fact: Fact) -> str:
+        return _pretty_json(fact.sparql_results)
+
+    @admin.display(description="Derived from")
+    def derived_from_link(self, fact: Fact) -> str:
+        if fact.derived_from_id is None:
+            return "—"
+        url = reverse("admin:wikidata_fact_change", args=[fact.derived_from_id])
+        return format_html('<a href="{}">{}</a>', url, fact.derived_from_id)
+
+    @admin.display(description="Page")
+    def page_link(self, fact: Fact) -> str:
+        url = reverse("wikidata:fact_detail", args=[fact.pk])
+        return format_html('<a href="{}">{}</a>', url, url)

@@ -1,0 +1,13 @@
+"""Pages of Wikidata facts: ask a question, its run, and one fact's provenance."""
+
+from django.urls import path
+
+from apps.wikidata import views
+
+app_name = "wikidata"
+
+urlpatterns = [
+    path("facts", views.fact_home, name="fact_home"),
+    path("facts/runs/<uuid:run_id>", views.run_detail, name="run_detail"),
+    path("facts/<int:fact_id>", views.fact_detail, name="fact_detail"),
+]

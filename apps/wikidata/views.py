@@ -1,0 +1,203 @@
+"""HTMX pages of Wikidata facts: ask a question, follow its run, and see where each fact came from.
+
+Each view renders its page, or for an HTMX request only the fragment the page includes. Asking
+never answers a 500: a bad form or a question the registry cannot plan is a message on the form
+(full pages carry 400; HTMX fragments are 200, because htmx does not swap error responses). A
+run's results fragment polls itself while the run is queued or running.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from apps.core.errors import ApplicationError, NotFound, ValidationFailed
+from apps.wikidata import selectors, services
+from apps.wikidata.forms import FactQueryForm, FactSearchForm
+from apps.wikidata.models import Fact, FactRun
+
+QUERY_SERVICE_URL = "https://query.wikidata.org/#"
+REFERENCE_URL_PROPERTY = "P854"
+
+
+def _render(request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
+    """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
+    if request.htmx:
+        response = render(request, fragment, context)
+    else:
+        response = render(request, page, context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _web_url(url: Any) -> str:
+    """Only http(s) links are rendered as links (stored values come from Wikidata's editors)."""
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
+
+
+# --- Asking, recent runs, stored facts -----------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def fact_home(request: HttpRequest) -> HttpResponse:
+    """``GET``: the question form, recent runs and a search over stored facts (HTMX: the search
+    results). ``POST``: queue the question's run and go to its page, or show why not."""
+    search_form = FactSearchForm(request.GET or None)
+    if search_form.is_bound:
+        search_form.is_valid()
+    if request.method != "POST":
+        context = _home_context(request, FactQueryForm(), search_form)
+        return _render(request, "wikidata/facts.html", "wikidata/partials/_fact_results.html", context)
+
+    form = FactQueryForm(request.POST)
+    error = ""
+    status = 400
+    if form.is_valid():
+        payload = form.cleaned_data["payload"]
+        try:
+            run = services.fact_query_submit(
+                query=payload.query,
+                top_k=payload.topK,
+                scope=payload.scope,
+                include_sparql=payload.includeSparql,
+                include_deprecated=payload.includeDeprecated,
+                language=payload.language,
+            )
+        except ApplicationError as failure:  # e.g. the registry has no tool for a step
+            error = failure.message
+            status = 400 if isinstance(failure, ValidationFailed) else failure.status_code
+        else:
+            url = reverse("wikidata:run_detail", args=[run.pk])
+            if request.htmx:
+                return HttpResponseClientRedirect(url)
+            return HttpResponseRedirect(url, status=303)
+    context = _home_context(request, form, search_form, error=error)
+    return _render(
+        request, "wikidata/facts.html", "wikidata/partials/_query_form.html", context, status=status
+    )
+
+
+def _home_context(
+    request: HttpRequest, form: FactQueryForm, search_form: FactSearchForm, error: str = ""
+) -> dict[str, Any]:
+    text = search_form.text()
+    runs = list(selectors.fact_runs_recent())
+    # One grouped count for the listed runs rather than one query per row.
+    counts = dict(
+        Fact.objects.filter(run__in=runs).values_list("run").annotate(count=Count("id")).order_by()
+    )
+    for run in runs:
+        run.fact_count = counts.get(run.pk, 0)  # type: ignore[attr-defined]
+    return {
+        "form": form,
+        "error": error,
+        "search_form": search_form,
+        "search_text": text,
+        "facts": selectors.facts_search(text=text),
+        "runs": runs,
+    }
+
+
+# --- One run -------------------------------------------------------------------------------
+
+
+@require_GET
+def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
+    """A run: the question, its plan, each executed step and its results; polls itself while pending."""
+    try:
+        run = selectors.fact_run_get(run_id=run_id)
+    except NotFound:
+        return render(request, "wikidata/run_missing.html", {"run_id": run_id}, status=404)
+    return _render(request, "wikidata/run_detail.html", "wikidata/partials/_run_results.html", _run_context(run))
+
+
+def _run_context(run: FactRun) -> dict[str, Any]:
+    plan_steps = (run.plan or {}).get("steps") or []
+    return {
+        "run": run,
+        "plan_steps": plan_steps,
+        "steps": [_step(step) for step in run.steps or [] if isinstance(step, dict)],
+        "facts": run.facts.order_by("position") if not run.pending else [],
+        "prov_url": reverse("v1:run_prov_turtle", kwargs={"run_id": run.pk}),
+    }
+
+
+def _step(step: dict[str, Any]) -> dict[str, Any]:
+    """An executed step as the page shows it: ``detail`` as compact JSON, ``retryable`` only when known."""
+    shown = dict(step)
+    detail = step.get("detail")
+    shown["detail_json"] = json.dumps(detail, ensure_ascii=False, sort_keys=True) if detail else ""
+    shown["retryable_known"] = step.get("retryable") is not None
+    return shown
+
+
+# --- One fact ------------------------------------------------------------------------------
+
+
+@require_GET
+def fact_detail(request: HttpRequest, fact_id: int) -> HttpResponse:
+    """Where a fact came from: the statement, its qualifiers and references, the SPARQL that
+    enriched it, the run that found it, and the stored fact a degraded run copied it from."""
+    try:
+        fact = selectors.fact_get(fact_id=fact_id)
+    except NotFound:
+        return render(request, "wikidata/fact_missing.html", {"fact_id": fact_id}, status=404)
+    context = {
+        "fact": fact,
+        "value_type": (fact.value or {}).get("type", "") if isinstance(fact.value, dict) else "",
+        "qualifiers": [_snak(snak) for snak in fact.qualifiers or []],
+        "references": [
+            {"hash": reference.get("hash", ""), "snaks": [_snak(s) for s in reference.get("snaks") or []]}
+            for reference in fact.references or []
+        ],
+        "query_service_url": QUERY_SERVICE_URL + quote(fact.sparql, safe="") if fact.sparql else "",
+        "sparql": _sparql_table(fact.sparql_results),
+        "prov_url": reverse("v1:run_prov_turtle", kwargs={"run_id": fact.run_id}),
+    }
+    return render(request, "wikidata/fact_detail.html", context)
+
+
+def _snak(snak: dict[str, Any]) -> dict[str, Any]:
+    """A stored snak as the page shows it; a reference URL (P854, or any url-typed value) is a
+    link only when it is http(s)."""
+    value = snak.get("value")
+    raw = value.get("value") if isinstance(value, dict) and value.get("type") == "string" else None
+    is_url = snak.get("property") == REFERENCE_URL_PROPERTY or snak.get("datatype") == "url"
+    return {
+        "property": snak.get("property", ""),
+        "label": snak.get("propertyLabel") or "",
+        "text": snak.get("text") or (raw if isinstance(raw, str) else "") or snak.get("snaktype", ""),
+        "url": _web_url(raw) if is_url else "",
+    }
+
+
+def _sparql_table(results: Any) -> dict[str, Any] | None:
+    """The stored SPARQL rows for this statement as a table: one column per variable."""
+    if not isinstance(results, dict):
+        return None
+    variables = [str(v) for v in results.get("vars") or []]
+    rows = []
+    for row in results.get("rows") or []:
+        cells = []
+        for variable in variables:
+            term = row.get(variable) if isinstance(row, dict) else None
+            value = str(term.get("value", "")) if isinstance(term, dict) else ""
+            is_uri = isinstance(term, dict) and term.get("type") == "uri"
+            cells.append({"value": value, "url": _web_url(value) if is_uri else ""})
+        rows.append(cells)
+    return {
+        "vars": variables,
+        "rows": rows,
+        "retrieved_at": results.get("retrievedAt") or "",
+        "endpoint": results.get("endpoint") or "",
+    }

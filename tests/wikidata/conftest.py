@@ -1,0 +1,38 @@
+"""Fixtures of the Wikidata tests: the default registry (the planner needs its tools) and a local
+replay of the three Wikidata upstreams."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from apps.connectors.services import manifest_import
+from apps.wikidata import action_api, clients, sparql, vectordb
+from tests.wikidata.replay_server import ReplayWikidata
+
+DEFAULT_MANIFEST_PATH = Path(settings.BASE_DIR) / "config" / "connectors.manifest.json"
+
+
+@pytest.fixture
+def wikidata_registry(db: None) -> None:
+    manifest_import(data=json.loads(DEFAULT_MANIFEST_PATH.read_text(encoding="utf-8")), actor="tests")
+
+
+def _limiters_reset() -> None:
+    for upstream in (action_api.UPSTREAM, vectordb.UPSTREAM, sparql.UPSTREAM):
+        clients.upstream_limiter(upstream).reset()
+
+
+@pytest.fixture
+def wikidata(settings) -> Iterator[ReplayWikidata]:
+    """The replay server, with WIKIDATA_* settings pointing at it and the shared limiters reset."""
+    server = ReplayWikidata().start()
+    server.configure(settings)
+    _limiters_reset()
+    yield server
+    server.stop()
+    _limiters_reset()
