@@ -176,8 +176,45 @@ def _rate_limit_wait(connector: Connector) -> None:
 def _dispatch(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]:
     connector = tool.connector
     if connector.transport == Transport.MCP:
-        return mcp_client.call_tool(connector, tool.upstream_call_name, arguments)
+        try:
+            return mcp_client.call_tool(connector, tool.upstream_call_name, arguments)
+        except UpstreamError as error:
+            adapter = adapters.adapter_for(tool.name)
+            if adapter is None or not _native_fallback_allowed(error):
+                raise
+            return _native_fallback(tool, arguments, adapter, error)
     return adapters.adapter_get(tool.name)(tool, arguments)
+
+
+def _native_fallback_allowed(error: UpstreamError) -> bool:
+    """Only an MCP server that is down (unreachable, timing out, 5xx) is worked around. A 429 asks us
+    to slow down, and terminal errors (4xx, protocol errors) are answers: neither is masked."""
+    return error.retryable and error.details.get("httpStatus") != 429
+
+
+def _native_fallback(
+    tool: RemoteTool, arguments: dict[str, Any], adapter: adapters.Adapter, error: UpstreamError
+) -> dict[str, Any]:
+    """The tool's native adapter in place of its MCP server, the result marked with why.
+
+    If the native path is down too (a retryable failure), the MCP server's error is raised: it is
+    what the call was about. A terminal native answer (bad arguments, no such entity) is raised as is.
+    """
+    logger.warning("tool.native_fallback", tool=tool.name, connector=tool.connector.slug, error=error.message)
+    try:
+        result = adapter(tool, arguments)
+    except (UpstreamError, RateLimited) as fallback_error:
+        if isinstance(fallback_error, UpstreamError) and not fallback_error.retryable:
+            raise
+        logger.warning(
+            "tool.native_fallback_failed",
+            tool=tool.name,
+            error=fallback_error.message,
+            mcp_error=error.message,
+        )
+        raise error from error.__cause__
+    result["fallback"] = {"from": "mcp", "reason": error.message}
+    return result
 
 
 def _result_texts(result: Any) -> list[str]:

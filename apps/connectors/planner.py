@@ -106,7 +106,7 @@ def plan_create(*, intent: str, query: str, scope: str | None = None) -> dict[st
             f"Unknown intent {intent!r}; use fact_query or literature_search.", details={"field": "intent"}
         )
     tools = published_tool_index()
-    steps = []
+    steps: list[dict[str, Any]] = []
     for capability in capabilities:
         tool = best_tool(capability, tools)
         if tool is None:

@@ -94,6 +94,11 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return bool(request.user.is_active and request.user.is_superuser)
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, set[str], Any]:
+        # A run's facts are part of it (they cascade); the fact admin stays read-only on its own.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, perms_needed - {str(Fact._meta.verbose_name)}, protected
+
     def has_rerun_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_superuser or request.user.has_perm("wikidata.add_factrun"))
 

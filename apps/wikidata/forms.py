@@ -31,9 +31,7 @@ class FactQueryForm(forms.Form):
     )
     top_k = forms.IntegerField(label="Results", min_value=1, max_value=20, initial=5)
     scope = forms.ChoiceField(label="Scope", choices=SCOPE_CHOICES, initial="facts")
-    include_sparql = forms.BooleanField(
-        label="Include SPARQL provenance", required=False, initial=True
-    )
+    include_sparql = forms.BooleanField(label="Include SPARQL provenance", required=False, initial=True)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

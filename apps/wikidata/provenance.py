@@ -199,7 +199,9 @@ def _fact_add(graph: Graph, fact: Fact, activity: URIRef) -> None:
     if endpoint is not None:
         graph.add((node, CORTEX.endpoint, endpoint))
     if fact.sparql:
-        graph.add((node, PROV.wasInfluencedBy, _query_add(graph, activity, fact.sparql, fact.sparql_endpoint)))
+        graph.add(
+            (node, PROV.wasInfluencedBy, _query_add(graph, activity, fact.sparql, fact.sparql_endpoint))
+        )
     if fact.derived_from_id is not None:
         stored = fact_uri(fact.derived_from_id)
         graph.add((node, PROV.wasDerivedFrom, stored))
@@ -254,26 +256,26 @@ def _references_add(graph: Graph, statement: URIRef, references: Iterable[Any]) 
 
 def _snak_value(snak: Mapping[str, Any]) -> Node | None:
     """A reference snak's value as an RDF term (``None`` for unknown/no value)."""
-    if snak.get("snaktype", "value") != "value":
-        return None
     value = snak.get("value")
-    if not isinstance(value, Mapping):
+    if snak.get("snaktype", "value") != "value" or not isinstance(value, Mapping):
         return None
     kind = value.get("type")
+    term: Node | None = None
     if kind == "wikibase-entityid":
         entity_id = value.get("id")
-        return WD[entity_id] if isinstance(entity_id, str) and _ENTITY_ID_RE.match(entity_id) else None
-    if kind == "string" and isinstance(value.get("value"), str):
+        term = WD[entity_id] if isinstance(entity_id, str) and _ENTITY_ID_RE.match(entity_id) else None
+    elif kind == "string" and isinstance(value.get("value"), str):
         text = value["value"]
-        return _iri_or_literal(text) if snak.get("datatype") == "url" else RdfLiteral(text)
-    if kind == "monolingualtext" and isinstance(value.get("text"), str):
-        return RdfLiteral(value["text"], lang=str(value.get("language") or "") or None)
-    if kind == "time" and isinstance(value.get("time"), str):
-        return RdfLiteral(value["time"])  # Wikibase's own form (+2022-10-09T00:00:00Z): BCE-safe
-    if kind == "quantity" and value.get("amount") is not None:
-        return RdfLiteral(str(value["amount"]), datatype=XSD.decimal)
-    text = snak.get("text")
-    return RdfLiteral(text) if isinstance(text, str) and text else None
+        term = _iri_or_literal(text) if snak.get("datatype") == "url" else RdfLiteral(text)
+    elif kind == "monolingualtext" and isinstance(value.get("text"), str):
+        term = RdfLiteral(value["text"], lang=str(value.get("language") or "") or None)
+    elif kind == "time" and isinstance(value.get("time"), str):
+        term = RdfLiteral(value["time"])  # Wikibase's own form (+2022-10-09T00:00:00Z): BCE-safe
+    elif kind == "quantity" and value.get("amount") is not None:
+        term = RdfLiteral(str(value["amount"]), datatype=XSD.decimal)
+    elif isinstance(snak.get("text"), str) and snak["text"]:
+        term = RdfLiteral(snak["text"])
+    return term
 
 
 def _sorted_json_ld(text: str) -> str:

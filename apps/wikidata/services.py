@@ -29,6 +29,7 @@ fails later (labels, details, SPARQL) keeps what the run already has and is reco
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -234,7 +235,8 @@ class _Steps:
             span.set_attribute("cortex.run_id", str(self.run.pk))
             try:
                 yield entry
-            except ApplicationError as error:
+            except (ApplicationError, _StepFailed) as failure:
+                error = failure.error if isinstance(failure, _StepFailed) else failure
                 entry.update(status="failed", **_error_fields(error))
                 span.set_attribute("cortex.error", error.message)
                 raise
@@ -396,8 +398,8 @@ def _search(run: FactRun, deadline: float, entry: dict[str, Any]) -> list[dict[s
     for phrase in keyword_phrases(run.question)[:KEYWORD_SEARCH_ATTEMPTS]:
         try:
             found = clients.with_retries(
-                lambda phrase=phrase: api.search_entities(
-                    phrase, language=run.language, type=kind, limit=SEARCH_K
+                functools.partial(
+                    api.search_entities, phrase, language=run.language, type=kind, limit=SEARCH_K
                 ),
                 what="keyword search",
                 deadline=deadline,
@@ -456,13 +458,13 @@ def _fetch_entities(
         try:
             result.merge(
                 clients.with_retries(
-                    lambda batch=batch: client.fetch_entities_batch(batch, props=props, languages=[language]),
+                    functools.partial(client.fetch_entities_batch, batch, props=props, languages=[language]),
                     what="wbgetentities",
                     deadline=deadline,
                 )
             )
         except (UpstreamError, RateLimited) as error:
-            error.partial = result  # type: ignore[attr-defined]
+            error.partial = result  # type: ignore[union-attr]
             raise
     return result
 
@@ -473,6 +475,10 @@ LABEL_CACHE_SECONDS = 24 * 3600
 
 def _label_key(language: str, entity_id: str) -> str:
     return f"cortex:wikidata:label:{language}:{entity_id}"
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 def _labels_best_effort(
@@ -489,7 +495,7 @@ def _labels_best_effort(
         cached = redis.mget([_label_key(language, i) for i in wanted])
     except RedisError:
         cached = [None] * len(wanted)
-    labels = {i: raw.decode() for i, raw in zip(wanted, cached, strict=True) if raw is not None}
+    labels = {i: _text(raw) for i, raw in zip(wanted, cached, strict=True) if raw is not None}
     missing = [i for i in wanted if i not in labels]
     entry["detail"] = {"requested": len(wanted), "cached": len(labels)}
     if not missing:
@@ -657,7 +663,7 @@ def _sparql_rows_for(result: SparqlResult, claim_guid: str) -> dict[str, Any]:
 
 
 def _persist(run: FactRun, candidates: list[Candidate]) -> None:
-    """The run's facts in one upsert on (run, statement GUID): a retried task rewrites, never duplicates."""
+    """The run's facts, written with their provenance."""
     endpoint = clients.action_api_client().api_url
     retrieved_at = timezone.now()
     facts = []
@@ -695,6 +701,14 @@ def _persist(run: FactRun, candidates: list[Candidate]) -> None:
                 sparql_results=_sparql_rows_for(sparql, statement.guid) if sparql else None,
             )
         )
+    _facts_upsert(facts)
+
+
+_NOT_REWRITTEN = {"id", "run", "claim_guid", "created_at"}
+
+
+def _facts_upsert(facts: list[Fact]) -> None:
+    """One INSERT … ON CONFLICT (run, claim_guid) DO UPDATE: a retried task rewrites, never duplicates."""
     if facts:
         Fact.objects.bulk_create(
             facts,
@@ -702,9 +716,6 @@ def _persist(run: FactRun, candidates: list[Candidate]) -> None:
             unique_fields=["run", "claim_guid"],
             update_fields=[f.name for f in Fact._meta.concrete_fields if f.name not in _NOT_REWRITTEN],
         )
-
-
-_NOT_REWRITTEN = {"id", "run", "claim_guid", "created_at", "derived_from"}
 
 
 def _finish(run: FactRun, started: float, **fields: Any) -> FactRun:
@@ -772,24 +783,12 @@ def local_facts_copy(*, run: FactRun) -> int:
         chosen.setdefault(fact.claim_guid, fact)
         if len(chosen) == run.top_k:
             break
-    copied = [
-        "run",
-        "position",
-        "score",
-        "id",
-        "pk",
-        "derived_from",
-        "derived_from_id",
-        "run_id",
-        "created_at",
-    ]
-    with transaction.atomic():
-        for position, original in enumerate(chosen.values(), start=1):
-            defaults = {
-                f.attname: getattr(original, f.attname)
-                for f in Fact._meta.concrete_fields
-                if f.attname not in copied and f.name not in copied
-            }
-            defaults.update(position=position, score=1 - float(original.distance), derived_from=original)
-            Fact.objects.update_or_create(run=run, claim_guid=original.claim_guid, defaults=defaults)
+    facts = []
+    for position, original in enumerate(chosen.values(), start=1):
+        copy = Fact(**{f.attname: getattr(original, f.attname) for f in Fact._meta.concrete_fields})
+        copy.pk, copy.run, copy.derived_from = None, run, original
+        copy.position = position
+        copy.score = 1 - float(original.distance)  # type: ignore[attr-defined]  # annotated above
+        facts.append(copy)
+    _facts_upsert(facts)
     return len(chosen)

@@ -93,9 +93,7 @@ def _home_context(
     text = search_form.text()
     runs = list(selectors.fact_runs_recent())
     # One grouped count for the listed runs rather than one query per row.
-    counts = dict(
-        Fact.objects.filter(run__in=runs).values_list("run").annotate(count=Count("id")).order_by()
-    )
+    counts = dict(Fact.objects.filter(run__in=runs).values_list("run").annotate(count=Count("id")).order_by())
     for run in runs:
         run.fact_count = counts.get(run.pk, 0)  # type: ignore[attr-defined]
     return {
@@ -118,7 +116,9 @@ def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
         run = selectors.fact_run_get(run_id=run_id)
     except NotFound:
         return render(request, "wikidata/run_missing.html", {"run_id": run_id}, status=404)
-    return _render(request, "wikidata/run_detail.html", "wikidata/partials/_run_results.html", _run_context(run))
+    return _render(
+        request, "wikidata/run_detail.html", "wikidata/partials/_run_results.html", _run_context(run)
+    )
 
 
 def _run_context(run: FactRun) -> dict[str, Any]:

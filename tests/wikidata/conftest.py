@@ -11,7 +11,8 @@ import pytest
 from django.conf import settings
 
 from apps.connectors.services import manifest_import
-from apps.wikidata import action_api, clients, sparql, vectordb
+from apps.core.redis import get_redis
+from apps.wikidata import action_api, clients, services, sparql, vectordb
 from tests.wikidata.replay_server import ReplayWikidata
 
 DEFAULT_MANIFEST_PATH = Path(settings.BASE_DIR) / "config" / "connectors.manifest.json"
@@ -22,17 +23,22 @@ def wikidata_registry(db: None) -> None:
     manifest_import(data=json.loads(DEFAULT_MANIFEST_PATH.read_text(encoding="utf-8")), actor="tests")
 
 
-def _limiters_reset() -> None:
+def _limiters_and_label_cache_reset() -> None:
     for upstream in (action_api.UPSTREAM, vectordb.UPSTREAM, sparql.UPSTREAM):
         clients.upstream_limiter(upstream).reset()
+    redis = get_redis()
+    keys = list(redis.scan_iter(services._label_key("*", "*")))
+    if keys:
+        redis.delete(*keys)
 
 
 @pytest.fixture
 def wikidata(settings) -> Iterator[ReplayWikidata]:
-    """The replay server, with WIKIDATA_* settings pointing at it and the shared limiters reset."""
+    """The replay server, with WIKIDATA_* settings pointing at it; the shared limiters and the label
+    cache start empty (labels cached by one test would hide another's label requests)."""
     server = ReplayWikidata().start()
     server.configure(settings)
-    _limiters_reset()
+    _limiters_and_label_cache_reset()
     yield server
     server.stop()
-    _limiters_reset()
+    _limiters_and_label_cache_reset()

@@ -162,19 +162,21 @@ class ReplayWikidata:
         if scripted is not None:
             return scripted
         if path == "/w/api.php":
-            action = params.get("action")
-            if action == "wbgetentities":
-                return self._entities_reply(params)
-            if action == "wbsearchentities":
-                return Reply(
-                    body={"searchinfo": {"search": params.get("search", "")}, "search": [], "success": 1}
-                )
-            return Reply(status=400, body={"error": {"code": "badvalue", "info": f"unknown action {action}"}})
+            return self._action_reply(params)
         if path in ("/item/query/", "/property/query/"):
             return self.default_vector
         if path == "/sparql":
             return self.default_sparql
         return Reply(status=404, body={"detail": "Not Found"})
+
+    def _action_reply(self, params: dict[str, str]) -> Reply:
+        action = params.get("action")
+        if action == "wbgetentities":
+            return self._entities_reply(params)
+        if action == "wbsearchentities":
+            searchinfo = {"search": params.get("search", "")}
+            return Reply(body={"searchinfo": searchinfo, "search": [], "success": 1})
+        return Reply(status=400, body={"error": {"code": "badvalue", "info": f"unknown action {action}"}})
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         replay = self

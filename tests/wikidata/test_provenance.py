@@ -11,7 +11,8 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from rdflib import RDF, RDFS, XSD, Graph, Literal, URIRef
+from rdflib import RDF, RDFS, Graph, Literal, URIRef
+from rdflib import namespace as rdf_namespace
 from rdflib.namespace import DCTERMS, PROV
 
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
@@ -32,6 +33,7 @@ REFERENCE_URL = "https://www.example.org/douglas-adams-biography"  # constructed
 Q42_REFERENCE_HASH = "a4d108601216cffd2ff1819ccf12b483486b62e7"
 STARTED = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 FINISHED = datetime(2026, 3, 1, 12, 0, 4, 500000, tzinfo=UTC)
+DATETIME = rdf_namespace.XSD.dateTime
 RETRIEVED = datetime(2026, 3, 1, 12, 0, 2, tzinfo=UTC)
 
 
@@ -163,10 +165,10 @@ def test_run_and_facts_as_prov_o_in_both_formats() -> None:
     assert (activity, RDF.type, PROV.Activity) in graph
     assert (activity, RDFS.label, Literal("What is Douglas Adams an instance of?")) in graph
     assert graph.value(activity, PROV.startedAtTime) == Literal(
-        "2026-03-01T12:00:00+00:00", datatype=XSD.dateTime
+        "2026-03-01T12:00:00+00:00", datatype=DATETIME
     )
     assert graph.value(activity, PROV.endedAtTime) == Literal(
-        "2026-03-01T12:00:04.500000+00:00", datatype=XSD.dateTime
+        "2026-03-01T12:00:04.500000+00:00", datatype=DATETIME
     )
     assert set(graph.objects(activity, PROV.used)) == {URIRef(API), URIRef(WDQS), sparql_node}
     assert (activity, CORTEX.degraded, Literal(False)) in graph
@@ -182,9 +184,7 @@ def test_run_and_facts_as_prov_o_in_both_formats() -> None:
     assert (fact1, RDF.type, PROV.Entity) in graph
     assert (fact1, RDFS.label, Literal("Douglas Adams — instance of — human")) in graph
     assert (fact1, PROV.wasGeneratedBy, activity) in graph
-    assert graph.value(fact1, PROV.generatedAtTime) == Literal(
-        "2026-03-01T12:00:02+00:00", datatype=XSD.dateTime
-    )
+    assert graph.value(fact1, PROV.generatedAtTime) == Literal("2026-03-01T12:00:02+00:00", datatype=DATETIME)
     assert (fact1, DCTERMS.subject, WD.Q42) in graph
     assert (fact1, CORTEX.property, WD.P31) in graph
     assert (fact1, CORTEX.valueEntity, WD.Q5) in graph
