@@ -7,6 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+from apps.core.tracing import EXPORTERS
+
 
 @register()
 def cortex_configuration_check(app_configs: Any, **kwargs: Any) -> list:
@@ -32,4 +34,15 @@ def cortex_configuration_check(app_configs: Any, **kwargs: Any) -> list:
         )
     if settings.CORTEX_MAX_BODY_BYTES <= 0:
         messages.append(Error("CORTEX_MAX_BODY_BYTES must be positive.", id="cortex.E003"))
+    if settings.OTEL_TRACES_EXPORTER not in EXPORTERS:
+        messages.append(
+            Error(
+                f"OTEL_TRACES_EXPORTER is {settings.OTEL_TRACES_EXPORTER!r}.",
+                hint=f"Use one of {', '.join(EXPORTERS)}.",
+                id="cortex.E010",
+            )
+        )
+    for name in ("WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "WIKIDATA_VECTOR_URL"):
+        if not str(getattr(settings, name)).startswith(("http://", "https://")):
+            messages.append(Error(f"{name} must be an http(s) URL.", id="cortex.E011"))
     return messages

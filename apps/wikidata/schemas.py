@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from pydantic import field_validator
 
 from apps.core.schemas import StrictSchema
 
@@ -17,6 +18,14 @@ class FactQueryIn(StrictSchema):
     includeDeprecated: bool = Field(False, description="Also rank statements of deprecated rank.")
     language: str = Field("en", pattern=r"^[a-z]{2,3}(-[a-z0-9]{1,8})*$", max_length=16)
     waitSeconds: float = Field(10, ge=0, le=30)
+
+    @field_validator("query")
+    @classmethod
+    def _query_has_words(cls, value: str) -> str:
+        text = " ".join(value.split())
+        if len(text) < 2:
+            raise ValueError("query must hold at least 2 characters besides spaces")
+        return text
 
 
 class FactResultOut(Schema):

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
     ("body", "field"),
     [
         ({"query": ""}, "query"),
+        ({"query": "   \n  "}, "query"),
         ({"query": "x" * 600}, "query"),
         ({"query": "Douglas Adams", "topK": 0}, "topK"),
         ({"query": "Douglas Adams", "topK": 100}, "topK"),
