@@ -9,7 +9,7 @@ run's results fragment polls itself while the run is queued or running.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 from uuid import UUID
 
@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from apps.core.errors import ApplicationError, NotFound, ValidationFailed
-from apps.wikidata import selectors, services
+from apps.wikidata import provenance, selectors, services
 from apps.wikidata.forms import FactQueryForm, FactSearchForm
 from apps.wikidata.models import Fact, FactRun
 
@@ -128,7 +128,7 @@ def _run_context(run: FactRun) -> dict[str, Any]:
         "plan_steps": plan_steps,
         "steps": [_step(step) for step in run.steps or [] if isinstance(step, dict)],
         "facts": run.facts.order_by("position") if not run.pending else [],
-        "prov_url": reverse("v1:run_prov_turtle", kwargs={"run_id": run.pk}),
+        "prov_url": reverse("wikidata:run_prov_turtle", kwargs={"run_id": run.pk}),
     }
 
 
@@ -162,7 +162,7 @@ def fact_detail(request: HttpRequest, fact_id: int) -> HttpResponse:
         ],
         "query_service_url": QUERY_SERVICE_URL + quote(fact.sparql, safe="") if fact.sparql else "",
         "sparql": _sparql_table(fact.sparql_results),
-        "prov_url": reverse("v1:run_prov_turtle", kwargs={"run_id": fact.run_id}),
+        "prov_url": reverse("wikidata:run_prov_turtle", kwargs={"run_id": fact.run_id}),
     }
     return render(request, "wikidata/fact_detail.html", context)
 
@@ -201,3 +201,16 @@ def _sparql_table(results: Any) -> dict[str, Any] | None:
         "retrieved_at": results.get("retrievedAt") or "",
         "endpoint": results.get("endpoint") or "",
     }
+
+
+PROV_CONTENT_TYPES = {"turtle": "text/turtle; charset=utf-8", "json-ld": "application/ld+json"}
+
+
+@require_GET
+def run_prov(request: HttpRequest, run_id: UUID, fmt: Literal["turtle", "json-ld"]) -> HttpResponse:
+    """A run's PROV-O export, readable like the pages (the same as /v1/facts/runs/{id}/prov.*)."""
+    try:
+        run = selectors.fact_run_get(run_id=run_id)
+    except NotFound:
+        return render(request, "wikidata/run_missing.html", {"run_id": run_id}, status=404)
+    return HttpResponse(provenance.fact_run_prov(run=run, fmt=fmt), content_type=PROV_CONTENT_TYPES[fmt])

@@ -183,7 +183,7 @@ def test_fact_page_shows_the_statement_and_where_it_came_from(client: Client, fa
         f'<dt>Run</dt><dd><a href="/facts/runs/{run.pk}">When was Douglas Adams born?</a> '
         f"<code>{run.pk}</code></dd>" in content
     )
-    assert f'<a href="/v1/facts/runs/{run.pk}/prov.ttl">Run provenance (PROV-O Turtle)</a>' in content
+    assert f'<a href="/facts/runs/{run.pk}/prov.ttl">Run provenance (PROV-O Turtle)</a>' in content
     # Qualifiers: the property's label and the value's text.
     assert "<li>sourcing circumstances <code>P1480</code>: circa</li>" in content
     # References: an http(s) reference URL is a link; other snaks are text.
@@ -313,7 +313,7 @@ def test_finished_run_page_shows_plan_steps_and_results(client: Client, fact: Fa
     assert "<h1>When was Douglas Adams born?</h1>" in content
     assert '<span class="badge status-succeeded">Succeeded</span></dd>' in content
     assert "degraded" not in content
-    assert f'<a href="/v1/facts/runs/{run.pk}/prov.ttl">Provenance (PROV-O Turtle)</a>' in content
+    assert f'<a href="/facts/runs/{run.pk}/prov.ttl">Provenance (PROV-O Turtle)</a>' in content
     # The plan: tool and purpose of each step.
     assert re.findall(
         r'<tr><th scope="row">(\d)</th><td><code>([^<]+)</code> \(wikidata\)</td><td>([^<]+)</td>', content
@@ -628,3 +628,13 @@ def test_asking_requires_csrf(wikidata_registry: None) -> None:
     response = client.post("/facts", FORM, headers={**HTMX, "X-CSRFToken": token})
     assert response.status_code == 200
     assert response["HX-Redirect"] == f"/facts/runs/{FactRun.objects.get().pk}"
+
+
+def test_the_run_provenance_export_is_readable_from_the_pages(client) -> None:
+    run = FactRun.objects.create(question="Who?", status="succeeded")
+    turtle = client.get(f"/facts/runs/{run.pk}/prov.ttl")
+    assert turtle.status_code == 200 and turtle["Content-Type"].startswith("text/turtle")
+    assert "prov:Activity" in turtle.content.decode()
+    jsonld = client.get(f"/facts/runs/{run.pk}/prov.jsonld")
+    assert jsonld.status_code == 200 and jsonld["Content-Type"] == "application/ld+json"
+    assert client.get("/facts/runs/6b1f7c1e-5d0b-4a47-9f55-2f0c3f4b1a11/prov.ttl").status_code == 404
