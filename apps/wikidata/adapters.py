@@ -54,8 +54,9 @@ MAX_LABEL_IDS = 100  # two wbgetentities requests at most for the labels of one 
 INSTANCE_OF = "P31"
 SUBCLASS_OF = "P279"
 
-_ENTITY_RE = re.compile(r"^[QPL][1-9][0-9]*$")
-_PROPERTY_RE = re.compile(r"^P[1-9][0-9]*$")
+# As loose as the Action API's own check: Q0 is well-formed and "not found", as the upstream says.
+_ENTITY_RE = re.compile(r"^[QPL][0-9]+$")
+_PROPERTY_RE = re.compile(r"^P[0-9]+$")
 _QID_RE = re.compile(r"^Q[1-9][0-9]*$")
 _LANG_RE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{1,8})*$")
 

@@ -377,7 +377,8 @@ def test_vector_database_failure_falls_back_to_keyword_search(mock) -> None:
     assert data["via"] == "keyword"
     assert data["fallback"] == {
         "from": "vector",
-        "reason": "the Wikidata vector database is busy or failing (HTTP 503: Internal Server Error); retry later",
+        "reason": "the Wikidata vector database is busy or failing (HTTP 503: Internal Server Error); "
+        "retry later",
     }
     # wbsearchentities ignored our limit in this 2017 recording; its hits are passed on in its order.
     assert [(hit["id"], hit["rank"], hit["source"]) for hit in data["results"][:2]] == [
