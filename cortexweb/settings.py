@@ -88,6 +88,8 @@ INSTALLED_APPS = [
     "apps.connectors",
     "apps.arxiv",
     "apps.wikidata",
+    "apps.knowledge",
+    "apps.grounding",
 ]
 
 MIDDLEWARE = [

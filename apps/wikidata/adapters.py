@@ -478,7 +478,7 @@ def get_hierarchy(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]
         )
 
     nodes: dict[str, dict[str, Any]] = {root: {"depth": 0}}
-    truncated = requested_depth > max_depth
+    truncated = False  # set when ancestors the caller asked for are left out
     frontier = [root]
     for depth in range(max_depth):
         if not frontier:
@@ -509,6 +509,8 @@ def get_hierarchy(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]
                     kept.append(parent)
                 node[key] = kept
         frontier = next_frontier
+    if frontier and requested_depth > max_depth:
+        truncated = True  # the classes of the last level have parents within the depth asked for
     if max_depth == 0 or frontier:
         # The last level (or the root alone): labels only, their own parents are past max_depth.
         last = [root] if max_depth == 0 else frontier

@@ -264,14 +264,22 @@ def mcp_servers_fixture() -> Iterator[dict[str, FakeWikidataMCP]]:
 
 
 @pytest.fixture(name="wikidata_mcp")
-def wikidata_mcp_fixture(request, mcp_servers, default_registry, monkeypatch) -> Iterator[FakeWikidataMCP]:
+def wikidata_mcp_fixture(
+    request, mcp_servers, default_registry, monkeypatch, settings
+) -> Iterator[FakeWikidataMCP]:
     """The default manifest imported, and the wikidata connector pointed at a fresh fake server.
 
+    The native wikidata.* tools the gateway falls back to when the MCP server fails point at a
+    closed port, so a test of an MCP failure never reaches the real Wikidata.
     Stateless unless parametrized indirectly with ``"stateful"``.
     """
     server = mcp_servers[getattr(request, "param", "stateless")]
     server.reset()
     monkeypatch.setenv("WIKIDATA_MCP_URL", server.url)
+    settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = (
+        "http://127.0.0.1:9"
+    )
+    settings.WIKIDATA_MAX_RETRIES = 0
     limiter = RateLimiter("connector:wikidata", interval=1.0)
     limiter.reset()
     yield server

@@ -91,6 +91,18 @@ def _fast_wikidata(settings) -> Iterator[None]:
     _limiters_reset()
 
 
+@pytest.fixture(autouse=True)
+def _native_endpoints_after_mcp_fixture(request, settings) -> None:
+    """The MCP fixture points the native tools at a closed port; here respx replays the public
+    endpoints, so point them back once that fixture has run."""
+    if "wikidata_mcp" in request.fixturenames:
+        request.getfixturevalue("wikidata_mcp")
+        settings.WIKIDATA_API_URL = API_URL
+        settings.WIKIDATA_VECTOR_URL = VECTOR_URL
+        settings.WIKIDATA_SPARQL_URL = SPARQL_URL
+        settings.WIKIDATA_MAX_RETRIES = 2
+
+
 @pytest.fixture
 def mock() -> Iterator[respx.MockRouter]:
     with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
@@ -608,7 +620,8 @@ def test_hierarchy_two_levels_skips_deprecated_statements_and_clamps_the_depth(m
         adapters.get_hierarchy(tool("wikidata.get_hierarchy"), {"entity_id": "Q42", "max_depth": 50})
     )
 
-    assert (data["maxDepth"], data["truncated"]) == (5, True)
+    # 50 levels asked, 5 at most walked: the classes ran out at level 2, so nothing is left out.
+    assert (data["maxDepth"], data["truncated"]) == (5, False)
     assert data["nodes"] == {
         "Q42": {"id": "Q42", "label": "Douglas Adams", "depth": 0, "instanceof": ["Q5"], "subclassof": []},
         "Q5": {
@@ -626,6 +639,29 @@ def test_hierarchy_two_levels_skips_deprecated_statements_and_clamps_the_depth(m
             "subclassof": [],
         },
         "Q215627": {"id": "Q215627", "label": "person", "depth": 2, "instanceof": [], "subclassof": []},
+    }
+
+
+def test_hierarchy_stops_at_the_node_bound_and_says_so(mock, monkeypatch) -> None:
+    monkeypatch.setattr(adapters, "MAX_HIERARCHY_NODES", 2)
+    mock.get(API_URL, params={"action": "wbgetentities", "ids": "Q42"}).mock(
+        return_value=reply("wikidata/wbgetentities_Q42_labels_descriptions_aliases_claims_2025.json")
+    )
+    q5 = _entity_with("Q5", "human", {"P279": [("Q215627", "normal")]})
+    mock.get(API_URL, params={"action": "wbgetentities", "ids": "Q5"}).mock(
+        return_value=constructed({"entities": {"Q5": q5}})
+    )
+
+    data = structured(adapters.get_hierarchy(tool("wikidata.get_hierarchy"), {"entity_id": "Q42"}))
+
+    assert (data["maxDepth"], data["truncated"]) == (5, True)
+    assert sorted(data["nodes"]) == ["Q42", "Q5"]
+    assert data["nodes"]["Q5"] == {
+        "id": "Q5",
+        "label": "human",
+        "depth": 1,
+        "instanceof": [],
+        "subclassof": [],
     }
 
 

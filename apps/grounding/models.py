@@ -1,0 +1,171 @@
+"""Grounding (seed 001): the configuration, the prebuilt grounding agents as data, every
+verification of a claim (the verification log, reviewed by operators) and grounding messages."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from apps.knowledge.models import KnowledgeDomain, KnowledgeSource
+
+DEFAULT_TRIGGER_PATTERNS = ["should be", "must be", "is required", "according to", "best practice"]
+DEFAULT_CLAIM_PATTERNS = [
+    r"\b(?:must|should|is required to|needs to)\b",
+    r"\b(?:according to|per|as per)\b",
+    r"\b(?:best practice|standard|guideline)\b",
+]
+
+
+def _default_triggers() -> list[str]:
+    return list(DEFAULT_TRIGGER_PATTERNS)
+
+
+def _default_claim_patterns() -> list[str]:
+    return list(DEFAULT_CLAIM_PATTERNS)
+
+
+class InjectionMode(models.TextChoices):
+    AUTOMATIC = "automatic", "Ground every message"
+    ON_REQUEST = "on_request", "Ground when asked"
+    ON_DETECTION = "on_detection", "Ground when a trigger pattern is found"
+
+
+class GroundingSettings(models.Model):
+    """The one grounding configuration (seed 001 ``grounding_config`` + ``verification``), edited in
+    the admin; ``GroundingSettings.current()`` creates it with the seed's defaults."""
+
+    enabled = models.BooleanField(default=True)
+    injection_mode = models.CharField(
+        max_length=16, choices=InjectionMode.choices, default=InjectionMode.AUTOMATIC
+    )
+    trigger_patterns = ArrayField(models.CharField(max_length=200), default=_default_triggers, blank=True)
+    claim_patterns = ArrayField(
+        models.CharField(max_length=300),
+        default=_default_claim_patterns,
+        blank=True,
+        help_text="Regular expressions; a sentence matching one is a claim to verify.",
+    )
+    min_claim_length = models.PositiveIntegerField(default=10, help_text="Shorter claims are ignored.")
+    confidence_threshold = models.FloatField(
+        default=0.7,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Below this confidence a verdict goes to the review queue.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "grounding settings"
+
+    def __str__(self) -> str:
+        return "Grounding settings"
+
+    @classmethod
+    def current(cls) -> GroundingSettings:
+        settings_row, _ = cls.objects.get_or_create(pk=1)
+        return settings_row
+
+
+class GroundingAgent(models.Model):
+    """A prebuilt agent as data: the domain it checks, the words that route claims to it."""
+
+    name = models.CharField(max_length=100, unique=True)
+    domain = models.OneToOneField(KnowledgeDomain, on_delete=models.CASCADE, related_name="agent")
+    description = models.TextField(blank=True)
+    verification_keywords = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    applies_to_agents = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    sources = models.ManyToManyField(KnowledgeSource, blank=True, related_name="agents")
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Verdict(models.TextChoices):
+    SUPPORTED = "supported", "Supported"
+    CONTRADICTED = "contradicted", "Contradicted"
+    UNVERIFIED = "unverified", "Unverified"
+
+
+class ReviewStatus(models.TextChoices):
+    PENDING = "pending", "Pending review"
+    NOT_NEEDED = "not_needed", "Confident, not queued"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    CORRECTED = "corrected", "Corrected"
+
+
+class GroundingMessage(models.Model):
+    """A grounded message (seed ``grounding_message``): its verifications and injected knowledge."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    original_message_id = models.CharField(max_length=200, blank=True)
+    message = models.TextField()
+    mode = models.CharField(max_length=16, choices=InjectionMode.choices)
+    injected_knowledge = models.JSONField(default=list)
+    summary = models.TextField(blank=True)
+    latency_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.summary[:80] or str(self.pk)
+
+
+class VerificationQuerySet(models.QuerySet["Verification"]):
+    def pending_review(self) -> VerificationQuerySet:
+        return self.filter(review_status=ReviewStatus.PENDING)
+
+
+class Verification(models.Model):
+    """One claim checked against the knowledge base (the verification log)."""
+
+    claim = models.TextField()
+    domain = models.ForeignKey(
+        KnowledgeDomain, null=True, blank=True, on_delete=models.SET_NULL, related_name="verifications"
+    )
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    confidence = models.FloatField()
+    sources = models.JSONField(default=list, help_text="[{entry_id, content_excerpt, relevance}]")
+    correction = models.TextField(blank=True)
+    related_entries = ArrayField(models.CharField(max_length=32), default=list, blank=True)
+    signals = models.JSONField(default=list, help_text="Why: the contradiction signals found, if any.")
+    wikidata = models.JSONField(default=list, blank=True, help_text="Wikidata facts consulted.")
+    latency_ms = models.FloatField()
+    message = models.ForeignKey(
+        GroundingMessage, null=True, blank=True, on_delete=models.CASCADE, related_name="verifications"
+    )
+    review_status = models.CharField(
+        max_length=16, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+    corrected_entry = models.CharField(max_length=32, blank=True, help_text="Entry written by the review.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = VerificationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["review_status", "verdict", "-created_at"], name="grounding_review_queue")
+        ]
+        permissions = [("review_verification", "Can review grounding verifications")]
+
+    def __str__(self) -> str:
+        return f"{self.verdict}: {self.claim[:80]}"
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict == Verdict.SUPPORTED
