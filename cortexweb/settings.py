@@ -213,7 +213,15 @@ Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 CORTEX_SIGNING_KEY = _secret("CORTEX_SIGNING_KEY", "signing_key")
 # Called by `manage.py run` after migrating: each loads its app's defaults when absent (first start)
 # and returns an object with summary(), or None when there was nothing to do.
-CORTEX_DEFAULT_DATA_LOADERS = ["apps.connectors.services.manifest_load_default_if_empty"]
+CORTEX_DEFAULT_DATA_LOADERS = [
+    "apps.connectors.services.manifest_load_default_if_empty",
+    "apps.knowledge.services.knowledge_load_default_if_empty",
+]
+# The knowledge packs (one folder per domain) and the grounding agents `make run` loads on first start.
+CORTEX_KNOWLEDGE_DIR = env.path("CORTEX_KNOWLEDGE_DIR", default=BASE_DIR / "config" / "knowledge")
+CORTEX_GROUNDING_AGENTS = env.path(
+    "CORTEX_GROUNDING_AGENTS", default=BASE_DIR / "config" / "grounding" / "agents.json"
+)
 CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
 CORTEX_CONNECTORS_MANIFEST = env.path(
     "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"

@@ -1,0 +1,216 @@
+"""Explicit contradiction signals between a claim and a sentence of evidence, without a model.
+
+Similarity says whether the two talk about the same thing; these say whether they disagree:
+
+* **quantity** — a number with a unit that the evidence states differently ("48 hours" against
+  "72 hours"; "3 days" equals "72 hours", so it is not a signal);
+* **identifier** — the same kind of named number with another value (Article 34 vs Article 33,
+  RFC 5246 vs RFC 8446, TLS 1.2 vs TLS 1.3, CWE-89 vs CWE-79, Python 3.11 vs 3.12);
+* **complexity** — a different big-O class ("O(n)" against "O(log n)");
+* **negation** — one side negated ("is not", "never", "must not") and the other not;
+* **modal** — the claim makes optional what the evidence makes mandatory (may vs must), or
+  the reverse;
+* **opposite** — the claim uses a term whose opposite the evidence uses (idempotent /
+  not idempotent, client-side / server-side, deprecated / added …).
+
+Each signal is ``{"type", "claim", "evidence"}`` naming the words that disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+Signal = dict[str, str]
+
+_NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "eighteen": 18, "twenty": 20, "twenty-four": 24, "thirty": 30, "forty": 40,
+    "forty-eight": 48, "fifty": 50, "sixty": 60, "seventy-two": 72, "ninety": 90, "hundred": 100,
+}  # fmt: skip
+# Units → (dimension, factor to the dimension's base unit).
+_UNITS = {
+    "second": ("time", 1 / 3600), "seconds": ("time", 1 / 3600), "minute": ("time", 1 / 60),
+    "minutes": ("time", 1 / 60), "hour": ("time", 1), "hours": ("time", 1), "hrs": ("time", 1),
+    "day": ("time", 24), "days": ("time", 24), "business days": ("time", 24), "calendar days": ("time", 24),
+    "week": ("time", 168), "weeks": ("time", 168), "month": ("time", 730), "months": ("time", 730),
+    "year": ("time", 8760), "years": ("time", 8760),
+    "ms": ("time", 1 / 3_600_000), "milliseconds": ("time", 1 / 3_600_000),
+    "%": ("percent", 1), "percent": ("percent", 1), "per cent": ("percent", 1),
+    "bits": ("bits", 1), "bit": ("bits", 1), "bytes": ("bytes", 1), "byte": ("bytes", 1),
+    "characters": ("chars", 1), "character": ("chars", 1), "chars": ("chars", 1),
+    "identifiers": ("count-identifiers", 1), "criteria": ("count-criteria", 1),
+    "categories": ("count-categories", 1), "lawful bases": ("count-bases", 1), "bases": ("count-bases", 1),
+    "rounds": ("count-rounds", 1), "iterations": ("count-iterations", 1), "residents": ("count-people", 1),
+    "individuals": ("count-people", 1), "people": ("count-people", 1), "million": ("money-million", 1),
+}  # fmt: skip
+_UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+_NUMBER = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_QUANTITY_RE = re.compile(
+    rf"(?<![\w.]){_NUMBER}(?:-|\s+)?(?:{'|'.join(['more', 'additional'])}\s+)?({_UNIT_PATTERN})\b", re.I
+)
+# Named numbers: the word before says what kind of thing the number names.
+_IDENTIFIER_RE = re.compile(
+    r"\b(art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§|a)\s?-?(\d+(?:\.\d+)?)\b", re.I
+)
+_COMPLEXITY_RE = re.compile(r"\b[OΩΘ]\(\s*([^)]*?)\s*\)")
+_NEGATION_RE = re.compile(
+    r"\b(not|never|no longer|cannot|can't|don't|doesn't|isn't|aren't|wasn't|won't|mustn't|shouldn't|"
+    r"neither|nor|prohibit(?:s|ed)?|forbid(?:s|den)?|no)\b",
+    re.I,
+)
+# Phrases with a negative word that bound a quantity or add emphasis rather than negate the statement.
+_NOT_NEGATIONS_RE = re.compile(
+    r"\b(?:not|no) (?:later|more|less|fewer|longer|sooner|earlier) than\b|\bnot only\b|\bwhether or not\b|"
+    r"\bif not\b|\bnot exceed(?:ing)?\b|\bno matter\b",
+    re.I,
+)
+_STRONG_MODAL_RE = re.compile(
+    r"\b(must|shall|required|mandatory|obligat\w+|has to|have to|needs? to)\b", re.I
+)
+_WEAK_MODAL_RE = re.compile(
+    r"\b(may|optional|optionally|can choose|is allowed|are allowed|permitted|voluntary)\b", re.I
+)
+_OPPOSITES = [
+    ("idempotent", "not idempotent"), ("client-side", "server-side"), ("client side", "server side"),
+    ("deprecated", "added"), ("deprecated", "introduced"), ("removed", "added"), ("removed", "introduced"),
+    ("increase", "decrease"), ("increases", "decreases"), ("higher", "lower"), ("faster", "slower"),
+    ("before", "after"), ("synchronous", "asynchronous"), ("encrypted", "plaintext"),
+    ("required", "optional"), ("mandatory", "optional"), ("allowed", "forbidden"), ("allowed", "prohibited"),
+    ("stateless", "stateful"), ("symmetric", "asymmetric"), ("public", "private"), ("minimum", "maximum"),
+    ("at least", "at most"), ("more", "fewer"), ("weak", "strong"), ("enable", "disable"),
+    ("enabled", "disabled"), ("secure", "insecure"), ("safe", "unsafe"), ("worst", "best"),
+    ("lowest", "highest"), ("smaller", "larger"), ("inner", "outer"), ("first", "last"),
+    ("supervisory authority", "data subjects"), ("controller", "processor"), ("amortised", "worst-case"),
+    ("average", "worst"), ("salted", "unsalted"), ("random", "sequential"), ("read-only", "writable"),
+    ("one-way", "reversible"), ("lossless", "lossy"),
+]  # fmt: skip
+_WORD_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _word(term: str) -> re.Pattern[str]:
+    pattern = _WORD_CACHE.get(term)
+    if pattern is None:
+        pattern = _WORD_CACHE[term] = re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])", re.I)
+    return pattern
+
+
+def _number(text: str) -> float | None:
+    text = text.lower().replace(",", "")
+    if text in _NUMBER_WORDS:
+        return float(_NUMBER_WORDS[text])
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float  # in the dimension's base unit
+    dimension: str
+    text: str
+
+
+def quantities(text: str) -> list[Quantity]:
+    found = []
+    for match in _QUANTITY_RE.finditer(text):
+        number = _number(match.group(1))
+        unit = match.group(2).lower()
+        if number is None or unit not in _UNITS:
+            continue
+        dimension, factor = _UNITS[unit]
+        found.append(Quantity(round(number * factor, 6), dimension, match.group(0)))
+    return found
+
+
+def identifiers(text: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for match in _IDENTIFIER_RE.finditer(text):
+        kind = match.group(1).lower().rstrip(".")
+        kind = {"art": "article", "a": "owasp", "§": "section"}.get(kind, kind)
+        found.setdefault(kind, set()).add(match.group(2).lstrip("0") or "0")
+    return found
+
+
+def complexities(text: str) -> set[str]:
+    return {re.sub(r"\s+", "", match.group(1)).lower() for match in _COMPLEXITY_RE.finditer(text)}
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATION_RE.search(_NOT_NEGATIONS_RE.sub(" ", text)))
+
+
+def _has(term: str, text: str) -> bool:
+    return bool(_word(term).search(text))
+
+
+def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
+    """How ``claim`` disagrees with one evidence sentence (empty when nothing explicit does)."""
+    signals: list[Signal] = []
+    claim_quantities, evidence_quantities = quantities(claim), quantities(evidence)
+    for quantity in claim_quantities:
+        same_dimension = [q for q in evidence_quantities if q.dimension == quantity.dimension]
+        if same_dimension and all(abs(q.value - quantity.value) > 1e-6 for q in same_dimension):
+            signals.append(
+                {
+                    "type": "quantity",
+                    "claim": quantity.text,
+                    "evidence": ", ".join(q.text for q in same_dimension),
+                }
+            )
+    claim_ids, evidence_ids = identifiers(claim), identifiers(evidence)
+    for kind, values in claim_ids.items():
+        other = evidence_ids.get(kind)
+        if other and not values & other:
+            signals.append({"type": "identifier", "claim": f"{kind} {', '.join(sorted(values))}",
+                            "evidence": f"{kind} {', '.join(sorted(other))}"})  # fmt: skip
+    claim_big_o, evidence_big_o = complexities(claim), complexities(evidence)
+    if claim_big_o and evidence_big_o and not claim_big_o & evidence_big_o:
+        signals.append({"type": "complexity", "claim": ", ".join(f"O({c})" for c in sorted(claim_big_o)),
+                        "evidence": ", ".join(f"O({c})" for c in sorted(evidence_big_o))})  # fmt: skip
+    opposite = _opposite_terms(claim, evidence)
+    if opposite:
+        signals.append(opposite)
+    elif negated(claim) != negated(evidence):
+        signals.append({"type": "negation", "claim": _negation(claim), "evidence": _negation(evidence)})
+    else:
+        modal = _modal_flip(claim, evidence)
+        if modal:
+            signals.append(modal)
+    return signals
+
+
+def _negation(text: str) -> str:
+    return _first(_NEGATION_RE, _NOT_NEGATIONS_RE.sub(" ", text)) or "(affirmative)"
+
+
+def _first(pattern: re.Pattern[str], text: str) -> str:
+    match = pattern.search(text)
+    return match.group(0) if match else ""
+
+
+def _mentions(term: str, text: str, containing: str) -> bool:
+    """``term`` in ``text`` on its own: "idempotent" is not mentioned by "not idempotent"."""
+    if term in containing and term != containing:
+        text = _word(containing).sub(" ", text)
+    return _has(term, text)
+
+
+def _opposite_terms(claim: str, evidence: str) -> Signal | None:
+    for left, right in _OPPOSITES:
+        claim_left, claim_right = _mentions(left, claim, right), _mentions(right, claim, left)
+        evidence_left, evidence_right = _mentions(left, evidence, right), _mentions(right, evidence, left)
+        if claim_left and not claim_right and evidence_right and not evidence_left:
+            return {"type": "opposite", "claim": left, "evidence": right}
+        if claim_right and not claim_left and evidence_left and not evidence_right:
+            return {"type": "opposite", "claim": right, "evidence": left}
+    return None
+
+
+def _modal_flip(claim: str, evidence: str) -> Signal | None:
+    claim_weak, evidence_strong = _first(_WEAK_MODAL_RE, claim), _first(_STRONG_MODAL_RE, evidence)
+    if claim_weak and evidence_strong and not _STRONG_MODAL_RE.search(claim):
+        return {"type": "modal", "claim": claim_weak, "evidence": evidence_strong}
+    return None

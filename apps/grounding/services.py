@@ -1,0 +1,493 @@
+"""Grounding verification (seed 001): claims → domain → evidence → verdict, logged for review.
+
+The fast path uses no language model, in the manner of RefChecker/FActScore/SAFE's
+split-retrieve-label pipeline with a similarity-based labeller:
+
+1. **claims** — a message is split into sentences; a sentence is a claim when it matches a
+   configured claim pattern or names a grounding agent's keyword, and is at least
+   ``min_claim_length`` characters long;
+2. **routing** — the grounding agent whose verification keywords the claim mentions most;
+   with none, the domain of the most similar entry of all;
+3. **evidence** — hybrid search of that domain; each of the best entries is split into
+   sentences, and the sentence most similar to the claim is what the claim is compared with;
+4. **verdict** — *contradicted* when a similar enough sentence disagrees explicitly (a number or
+   duration, an identifier, a complexity class, a negation, a must/may flip, an opposite term:
+   ``contradictions.py``), with that entry as the correction; *supported* when the most similar
+   sentence is close enough and nothing disagrees; *unverified* otherwise. Confidence grows
+   with the distance from the thresholds, and verdicts below ``confidence_threshold`` wait in
+   the operators' review queue.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core.errors import ValidationFailed
+from apps.core.logging import get_logger
+from apps.embeddings.services import embed_text, embed_texts_cached
+from apps.grounding.contradictions import contradiction_signals
+from apps.grounding.models import (
+    GroundingAgent,
+    GroundingMessage,
+    GroundingSettings,
+    InjectionMode,
+    ReviewStatus,
+    Verdict,
+    Verification,
+)
+from apps.knowledge import selectors as knowledge_selectors
+from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry, KnowledgeSource
+from apps.knowledge.selectors import SearchHit
+
+logger = get_logger(__name__)
+
+MAX_CLAIM_CHARS = 2000
+MAX_MESSAGE_CHARS = 20_000
+EVIDENCE_ENTRIES = 4
+# Cosine similarity of the claim and the best evidence sentence (all-MiniLM-L6-v2, unit vectors).
+SUPPORT_SIMILARITY = 0.72  # at or above: the evidence says the same thing
+CONTRADICTION_SIMILARITY = 0.58  # at or above: same subject, so an explicit disagreement counts
+RELATED_SIMILARITY = 0.45  # below: the knowledge base does not talk about this
+EXCERPT_CHARS = 300
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+\s*(?:[-*•]\s+|\d+[.)]\s+)?")
+
+
+# --- Claims and routing ------------------------------------------------------------------------
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip(" -*•\t") for s in _SENTENCE_RE.split(text or "") if s and s.strip(" -*•\t")]
+
+
+def _compiled(patterns: Sequence[str]) -> list[re.Pattern[str]]:
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern, re.I))
+        except re.error:
+            compiled.append(re.compile(re.escape(pattern), re.I))
+    return compiled
+
+
+def claims_extract(*, message: str, config: GroundingSettings, agents: Sequence[GroundingAgent]) -> list[str]:
+    """The sentences of ``message`` to verify (see the module docstring)."""
+    patterns = _compiled([*config.claim_patterns, *(re.escape(t) for t in config.trigger_patterns)])
+    keywords = [keyword for agent in agents for keyword in agent.verification_keywords]
+    found = []
+    for sentence in sentences(message):
+        if len(sentence) < config.min_claim_length:
+            continue
+        if any(p.search(sentence) for p in patterns) or any(_keyword_in(k, sentence) for k in keywords):
+            found.append(sentence)
+    return found
+
+
+def _keyword_in(keyword: str, text: str) -> bool:
+    if not keyword:
+        return False
+    if re.match(r"^\w", keyword) and re.search(r"\w$", keyword):
+        return re.search(rf"\b{re.escape(keyword)}\w*", text, re.I) is not None
+    return keyword.lower() in text.lower()
+
+
+def domain_route(*, claim: str, agents: Sequence[GroundingAgent]) -> str | None:
+    """The domain whose agent's keywords the claim mentions most (ties: the agent's name), or None."""
+    scored = [
+        (sum(_keyword_in(k, claim) for k in agent.verification_keywords), agent.name, agent.domain.name)
+        for agent in agents
+    ]
+    best = max(scored, default=(0, "", None), key=lambda item: (item[0], [-ord(c) for c in item[1]]))
+    return best[2] if best[0] > 0 else None
+
+
+# --- Verifying one claim -------------------------------------------------------------------------
+
+
+@dataclass
+class Evidence:
+    hit: SearchHit
+    sentence: str
+    similarity: float
+    signals: list[dict[str, str]] = field(default_factory=list)
+
+    def as_source(self) -> dict[str, Any]:
+        entry = self.hit.entry
+        return {
+            "entry_id": entry.entry_id,
+            "content_excerpt": _excerpt(
+                self.sentence if len(entry.content) > EXCERPT_CHARS else entry.content
+            ),
+            "relevance": round(max(self.similarity, 0.0), 4),
+            "source": entry.source,
+            "url": entry.url,
+        }
+
+
+@dataclass
+class Outcome:
+    claim: str
+    domain: str | None
+    verdict: str
+    confidence: float
+    evidence: list[Evidence]
+    correction: str = ""
+    signals: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def related_entries(self) -> list[str]:
+        ids: dict[str, None] = {}
+        for item in self.evidence:
+            ids.setdefault(item.hit.entry.entry_id, None)
+            for related in item.hit.entry.related:
+                ids.setdefault(related, None)
+        return list(ids)
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _clamp(value: float) -> float:
+    return round(min(0.99, max(0.01, value)), 4)
+
+
+def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:
+    """The verdict for one claim (nothing stored)."""
+    claim_vector = embed_text(text=claim)
+    domain = domain or domain_route(claim=claim, agents=agents)
+    hits = knowledge_selectors.knowledge_search(
+        query=claim, domain=domain, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
+    )
+    if domain is None and hits:
+        domain = hits[0].entry.domain.name
+    evidence = _evidence_sentences(claim, claim_vector, hits)
+    return _verdict(claim, domain, evidence)
+
+
+def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[SearchHit]) -> list[Evidence]:
+    """For each hit, its sentence most similar to the claim (sentence embeddings cached in Redis)."""
+    pieces = [
+        (hit, sentence) for hit in hits for sentence in sentences(hit.entry.content) or [hit.entry.content]
+    ]
+    if not pieces:
+        return []
+    vectors = embed_texts_cached(texts=[sentence for _, sentence in pieces])
+    similarities = vectors @ claim_vector
+    best: dict[int, tuple[float, str]] = {}
+    for (hit, sentence), similarity in zip(pieces, similarities, strict=True):
+        current = best.get(hit.entry.pk)
+        if current is None or float(similarity) > current[0]:
+            best[hit.entry.pk] = (float(similarity), sentence)
+    by_pk = {hit.entry.pk: hit for hit in hits}
+    # Relatedness: the better of the best sentence and the whole entry (topic and content).
+    evidence = [
+        Evidence(by_pk[pk], sentence, max(sim, by_pk[pk].similarity)) for pk, (sim, sentence) in best.items()
+    ]
+    ordered = sorted(evidence, key=lambda e: (-e.similarity, e.hit.entry.entry_id))
+    for item in ordered:
+        item.signals = contradiction_signals(claim, item.sentence)
+    return ordered
+
+
+def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcome:
+    if not evidence or evidence[0].similarity < RELATED_SIMILARITY:
+        top = evidence[0].similarity if evidence else 0.0
+        return Outcome(
+            claim, domain, Verdict.UNVERIFIED, _clamp(0.7 + (RELATED_SIMILARITY - top)), evidence[:3]
+        )
+    contradicting = [e for e in evidence if e.signals and e.similarity >= CONTRADICTION_SIMILARITY]
+    best = evidence[0]
+    if contradicting:
+        # Prefer the most similar disagreeing entry; among equals, the higher-priority source.
+        chosen = min(contradicting, key=lambda e: (-round(e.similarity, 2), _priority(e.hit.entry)))
+        strength = len(chosen.signals) * 0.08 + (chosen.similarity - CONTRADICTION_SIMILARITY)
+        confidence = (
+            0.62
+            + strength
+            + (0.1 if chosen.signals[0]["type"] in ("quantity", "identifier", "complexity") else 0)
+        )
+        ordered = [chosen, *[e for e in evidence if e is not chosen]][:3]
+        return Outcome(
+            claim, domain, Verdict.CONTRADICTED, _clamp(confidence), ordered,
+            correction=chosen.hit.entry.content, signals=chosen.signals,
+        )  # fmt: skip
+    if best.similarity >= SUPPORT_SIMILARITY:
+        return Outcome(
+            claim,
+            domain,
+            Verdict.SUPPORTED,
+            _clamp(0.7 + (best.similarity - SUPPORT_SIMILARITY) * 1.5),
+            evidence[:3],
+        )
+    # Related knowledge exists but neither says the same nor disagrees explicitly.
+    margin = min(best.similarity - RELATED_SIMILARITY, SUPPORT_SIMILARITY - best.similarity)
+    return Outcome(claim, domain, Verdict.UNVERIFIED, _clamp(0.55 - margin), evidence[:3])
+
+
+def _priority(entry: KnowledgeEntry) -> int:
+    source = entry.knowledge_source
+    return source.priority if source is not None else 100
+
+
+def _agents() -> list[GroundingAgent]:
+    return list(GroundingAgent.objects.filter(enabled=True).select_related("domain"))
+
+
+def _claim_clean(claim: str) -> str:
+    text = " ".join((claim or "").split())
+    if not text:
+        raise ValidationFailed("The claim is empty: send the sentence to verify.", details={"field": "claim"})
+    if len(text) > MAX_CLAIM_CHARS:
+        raise ValidationFailed(
+            f"The claim is {len(text)} characters; verify at most {MAX_CLAIM_CHARS} at once "
+            "(use /v1/grounding/ground for whole messages).",
+            details={"field": "claim"},
+        )
+    return text
+
+
+def claim_verify(
+    *, claim: str, domain: str | None = None, message: GroundingMessage | None = None
+) -> Verification:
+    """Verify one claim and store the verification (the verification log)."""
+    started = time.perf_counter()
+    text = _claim_clean(claim)
+    domain = knowledge_selectors.domain_check(domain)
+    config = GroundingSettings.current()
+    outcome = claim_judge(claim=text, domain=domain, agents=_agents())
+    return _store(outcome, config, started, message)
+
+
+def _store(
+    outcome: Outcome, config: GroundingSettings, started: float, message: GroundingMessage | None
+) -> Verification:
+    confident = outcome.confidence >= config.confidence_threshold
+    return Verification.objects.create(
+        claim=outcome.claim,
+        domain=KnowledgeDomain.objects.filter(name=outcome.domain).first() if outcome.domain else None,
+        verdict=outcome.verdict,
+        confidence=outcome.confidence,
+        sources=[item.as_source() for item in outcome.evidence],
+        correction=outcome.correction,
+        related_entries=outcome.related_entries,
+        signals=outcome.signals,
+        latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        message=message,
+        review_status=ReviewStatus.NOT_NEEDED if confident else ReviewStatus.PENDING,
+    )
+
+
+def verification_result(*, verification: Verification) -> dict[str, Any]:
+    """The seed's ``verification_result`` plus ``verdict``, ``domain`` and the log id."""
+    result: dict[str, Any] = {
+        "claim": verification.claim,
+        "verified": verification.verified,
+        "confidence": verification.confidence,
+        "sources": [
+            {k: source[k] for k in ("entry_id", "content_excerpt", "relevance")}
+            for source in verification.sources
+        ],
+        "related_entries": list(verification.related_entries),
+        "verdict": verification.verdict,
+        "domain": verification.domain.name if verification.domain else None,
+        "verificationId": verification.pk,
+    }
+    if verification.correction:
+        result["correction"] = verification.correction
+    if verification.signals:
+        result["signals"] = verification.signals
+    return result
+
+
+# --- Grounding a message ----------------------------------------------------------------------------
+
+
+def message_ground(*, message: str, message_id: str = "", mode: str | None = None) -> GroundingMessage:
+    """Ground a message (seed ``ground_message``): verify its claims, inject the knowledge they need."""
+    started = time.perf_counter()
+    text = (message or "").strip()
+    if not text:
+        raise ValidationFailed("The message is empty.", details={"field": "message"})
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ValidationFailed(
+            f"The message is {len(text)} characters; ground at most {MAX_MESSAGE_CHARS} at once.",
+            details={"field": "message"},
+        )
+    config = GroundingSettings.current()
+    mode = mode or config.injection_mode
+    if mode not in InjectionMode.values:
+        raise ValidationFailed(
+            f"mode must be one of {', '.join(InjectionMode.values)}.", details={"field": "mode"}
+        )
+    agents = _agents()
+    claims: list[str] = []
+    if config.enabled and (mode != InjectionMode.ON_DETECTION or _triggered(text, config)):
+        claims = claims_extract(message=text, config=config, agents=agents)
+    outcomes = [claim_judge(claim=claim, domain=None, agents=agents) for claim in claims]
+    with transaction.atomic():
+        grounding = GroundingMessage.objects.create(
+            original_message_id=message_id, message=text, mode=mode,
+            injected_knowledge=_injected(outcomes), summary=_summary(outcomes),
+        )  # fmt: skip
+        for outcome in outcomes:
+            _store(outcome, config, started, grounding)
+        grounding.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        grounding.save(update_fields=["latency_ms"])
+    return grounding
+
+
+def _triggered(text: str, config: GroundingSettings) -> bool:
+    return any(p.search(text) for p in _compiled([re.escape(t) for t in config.trigger_patterns]))
+
+
+def _injected(outcomes: Sequence[Outcome]) -> list[dict[str, str]]:
+    """The knowledge a reader of the message needs: the correcting entry of each contradicted claim,
+    and the supporting entry of each supported one (each entry once)."""
+    seen: dict[str, dict[str, str]] = {}
+    for outcome in outcomes:
+        if outcome.verdict == Verdict.UNVERIFIED or not outcome.evidence:
+            continue
+        entry = outcome.evidence[0].hit.entry
+        seen.setdefault(
+            entry.entry_id, {"topic": entry.topic, "content": entry.content, "source": entry.source}
+        )
+    return list(seen.values())
+
+
+def _summary(outcomes: Sequence[Outcome]) -> str:
+    if not outcomes:
+        return "No verifiable claims found."
+    counts = {verdict: sum(o.verdict == verdict for o in outcomes) for verdict in Verdict.values}
+    parts = [f"{counts[v]} {v}" for v in Verdict.values if counts[v]]
+    text = f"{len(outcomes)} claim(s) checked: {', '.join(parts)}."
+    wrong = [o for o in outcomes if o.verdict == Verdict.CONTRADICTED]
+    if wrong:
+        text += " Corrections: " + " ".join(f"“{o.claim}” → {o.correction}" for o in wrong)
+    return text
+
+
+def grounding_message_result(*, grounding: GroundingMessage) -> dict[str, Any]:
+    """The seed's ``grounding_message``."""
+    verifications = grounding.verifications.select_related("domain").order_by("id")
+    return {
+        "type": "grounding",
+        "id": str(grounding.pk),
+        "original_message_id": grounding.original_message_id or None,
+        "mode": grounding.mode,
+        "verifications": [verification_result(verification=v) for v in verifications],
+        "injected_knowledge": grounding.injected_knowledge,
+        "summary": grounding.summary,
+        "latencyMs": grounding.latency_ms,
+    }
+
+
+# --- Review ------------------------------------------------------------------------------------------
+
+
+REVIEW_OUTCOMES = {
+    "approve": ReviewStatus.APPROVED,
+    "reject": ReviewStatus.REJECTED,
+    "correct": ReviewStatus.CORRECTED,
+}
+
+
+def verification_review(
+    *,
+    verification: Verification,
+    reviewer: Any,
+    action: str,
+    note: str = "",
+    correction: str = "",
+    entry_id: str = "",
+) -> Verification:
+    """Approve, reject or correct a verification; a correction may update or create an entry."""
+    from apps.knowledge.services import entry_correct
+
+    if action not in REVIEW_OUTCOMES:
+        raise ValidationFailed("action must be approve, reject or correct.", details={"field": "action"})
+    with transaction.atomic():
+        verification = Verification.objects.select_for_update().get(pk=verification.pk)
+        if action == "correct":
+            correction = " ".join((correction or "").split())
+            if not correction:
+                raise ValidationFailed(
+                    "A correction needs the corrected text.", details={"field": "correction"}
+                )
+            verification.correction = correction
+            if entry_id:
+                domain = verification.domain.name if verification.domain else ""
+                if not domain:
+                    raise ValidationFailed(
+                        "This verification has no domain; the entry cannot be placed.",
+                        details={"field": "entry_id"},
+                    )
+                entry = entry_correct(
+                    entry_id=entry_id.strip().upper(), content=correction, domain_name=domain
+                )
+                verification.corrected_entry = entry.entry_id
+        verification.review_status = REVIEW_OUTCOMES[action]
+        verification.reviewer = reviewer
+        verification.reviewed_at = timezone.now()
+        verification.review_note = note.strip()
+        verification.save()
+    logger.info("grounding.reviewed", verification_id=verification.pk, action=action, reviewer=str(reviewer))
+    return verification
+
+
+# --- The verification log ------------------------------------------------------------------------
+
+
+def verification_log_lines(*, since: Any = None) -> Iterator[str]:
+    """The verification log as JSON lines, oldest first (``manage.py knowledge export-log``)."""
+    queryset = Verification.objects.select_related("domain", "reviewer").order_by("created_at", "id")
+    if since is not None:
+        queryset = queryset.filter(created_at__gte=since)
+    for verification in queryset.iterator(chunk_size=500):
+        record = verification_result(verification=verification)
+        record.update(
+            createdAt=verification.created_at.isoformat(),
+            latencyMs=verification.latency_ms,
+            reviewStatus=verification.review_status,
+            reviewer=verification.reviewer.get_username() if verification.reviewer else None,
+            reviewedAt=verification.reviewed_at.isoformat() if verification.reviewed_at else None,
+            messageId=str(verification.message_id) if verification.message_id else None,
+        )
+        yield json.dumps(record, ensure_ascii=False)
+
+
+# --- The prebuilt agents (`make run`) ---------------------------------------------------------------
+
+
+def grounding_agents_load_default() -> int:
+    """The seed's four grounding agents, as data from ``config/grounding/agents.json``."""
+    path = Path(settings.CORTEX_GROUNDING_AGENTS)
+    definitions = json.loads(path.read_text(encoding="utf-8"))
+    GroundingSettings.current()
+    created = 0
+    for definition in definitions:
+        domain = KnowledgeDomain.objects.filter(name=definition["domain"]).first()
+        if domain is None:
+            continue
+        agent, was_created = GroundingAgent.objects.update_or_create(
+            name=definition["name"],
+            defaults={
+                "domain": domain,
+                "description": definition.get("description", ""),
+                "verification_keywords": definition.get("verification_keywords", []),
+                "applies_to_agents": definition.get("applies_to_agents", []),
+            },
+        )
+        agent.sources.set(KnowledgeSource.objects.filter(domain=domain))
+        created += was_created
+    return created

@@ -1,0 +1,109 @@
+"""``manage.py knowledge add|update|search|verify|export-log`` — the seed's knowledge CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.core.errors import ApplicationError, ValidationFailed
+from apps.grounding import services as grounding_services
+from apps.knowledge import selectors, services
+
+
+class Command(BaseCommand):
+    help = "Add knowledge to a domain, re-embed changes, search, verify a claim, export the verification log"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        add = actions.add_parser(
+            "add",
+            help="Import entries into a domain (created if unknown): JSON array, {entries: [...]}, Markdown.",
+        )
+        add.add_argument("domain")
+        add.add_argument("source_file")
+        update = actions.add_parser("update", help="Re-embed the domain's entries whose text changed.")
+        update.add_argument("domain")
+        search = actions.add_parser("search", help="Hybrid search (meaning and words).")
+        search.add_argument("query")
+        search.add_argument("--domain")
+        search.add_argument("--limit", type=int, default=5)
+        verify = actions.add_parser("verify", help="Verify one claim (stored in the verification log).")
+        verify.add_argument("claim")
+        verify.add_argument("--domain")
+        verify.add_argument(
+            "--json", action="store_true", help="Print the verification result as one JSON object."
+        )
+        export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
+        export.add_argument("--output", "-o", help="File to write (default: standard output).")
+
+    def handle(self, *args, action: str, **options) -> None:
+        try:
+            getattr(self, f"_{action.replace('-', '_')}")(**options)
+        except ValidationFailed as exc:
+            for error in exc.details.get("errors", []):
+                self.stderr.write(f"{error['path']}: {error['message']}")
+            raise CommandError(exc.message) from exc
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+
+    def _progress(self, done: int, total: int) -> None:
+        if total < 20 or not sys.stderr.isatty():
+            return
+        width = 30
+        filled = int(width * done / total)
+        self.stderr.write(f"\rembedding [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", ending="")
+        if done == total:
+            self.stderr.write("")
+
+    def _add(self, domain: str, source_file: str, **_) -> None:
+        path = Path(source_file)
+        if not path.is_file():
+            raise CommandError(f"No such file: {path}.")
+        summary = services.pack_file_import(domain_name=domain, path=path, progress=self._progress)
+        self.stdout.write(summary.summary())
+
+    def _update(self, domain: str, **_) -> None:
+        selectors.domain_check(domain)
+        count = services.entries_embed(domain_name=domain, progress=self._progress)
+        self.stdout.write(f"{domain}: {count} entries re-embedded")
+
+    def _search(self, query: str, domain: str | None, limit: int, **_) -> None:
+        hits = selectors.knowledge_search(query=query, domain=domain, limit=limit)
+        if not hits:
+            self.stdout.write("no matches")
+        for hit in hits:
+            entry = hit.entry
+            self.stdout.write(
+                f"{entry.entry_id}  [{entry.domain.name}]  {entry.topic}  (similarity {hit.similarity:.3f})"
+            )
+            self.stdout.write(f"    {entry.content}")
+            self.stdout.write(f"    source: {entry.source}{'  ' + entry.url if entry.url else ''}")
+
+    def _verify(self, claim: str, domain: str | None, as_json: bool, **_) -> None:
+        verification = grounding_services.claim_verify(claim=claim, domain=domain)
+        result = grounding_services.verification_result(verification=verification)
+        if as_json:
+            self.stdout.write(json.dumps(result, ensure_ascii=False))
+            return
+        self.stdout.write(
+            f"verdict: {result['verdict']} (confidence {result['confidence']:.2f}, domain {result['domain']})"
+        )
+        for source in result["sources"]:
+            self.stdout.write(
+                f"  source {source['entry_id']} (relevance {source['relevance']:.2f}): {source['content_excerpt']}"
+            )
+        if result.get("correction"):
+            self.stdout.write(f"correction: {result['correction']}")
+
+    def _export_log(self, output: str | None, **_) -> None:
+        lines = grounding_services.verification_log_lines()
+        if output:
+            with Path(output).open("w", encoding="utf-8") as handle:
+                count = sum(1 for line in lines if handle.write(line + "\n"))
+            self.stdout.write(f"{count} verifications written to {output}")
+        else:
+            for line in lines:
+                self.stdout.write(line)

@@ -1,0 +1,113 @@
+"""Knowledge reads: hybrid search (pgvector cosine + Postgres full text, fused by rank)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db.models import F, QuerySet
+from pgvector.django import CosineDistance
+
+from apps.core.errors import NotFound, ValidationFailed
+from apps.embeddings.services import embed_text
+from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry
+
+# Reciprocal rank fusion (Cormack et al. 2009): score = Σ 1 / (k + rank); k = 60 is the usual choice.
+RRF_K = 60
+CANDIDATES_PER_METHOD = 20
+MAX_LIMIT = 50
+
+
+@dataclass
+class SearchHit:
+    entry: KnowledgeEntry
+    score: float  # fused (RRF)
+    similarity: float  # cosine similarity of the query and the entry
+    vector_rank: int | None
+    text_rank: int | None
+
+    def as_dict(self) -> dict:
+        entry = self.entry
+        return {
+            "id": entry.entry_id,
+            "domain": entry.domain.name,
+            "topic": entry.topic,
+            "content": entry.content,
+            "source": entry.source,
+            "url": entry.url,
+            "tags": entry.tags,
+            "related": entry.related,
+            "confidence": entry.confidence,
+            "lastVerified": entry.last_verified.isoformat() if entry.last_verified else None,
+            "score": round(self.score, 6),
+            "similarity": round(self.similarity, 4),
+            "vectorRank": self.vector_rank,
+            "textRank": self.text_rank,
+        }
+
+
+def domain_check(name: str | None) -> str | None:
+    """``name`` when such a domain exists (or ``None``); ``NotFound`` listing the domains otherwise."""
+    if not name:
+        return None
+    if not KnowledgeDomain.objects.filter(name=name).exists():
+        known = ", ".join(KnowledgeDomain.objects.values_list("name", flat=True)) or "none yet"
+        raise NotFound(
+            f"Unknown knowledge domain {name!r}; known domains: {known}.", details={"domain": name}
+        )
+    return name
+
+
+def knowledge_search(
+    *, query: str, domain: str | None = None, limit: int = 10, query_vector: np.ndarray | None = None
+) -> list[SearchHit]:
+    """Entries for ``query``, best first: the nearest by embedding and the best by full text, fused."""
+    text = " ".join((query or "").split())
+    if len(text) < 2:
+        raise ValidationFailed("The search text must hold at least 2 characters.", details={"field": "query"})
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.", details={"field": "limit"})
+    domain = domain_check(domain)
+    vector = query_vector if query_vector is not None else embed_text(text=text)
+    entries = KnowledgeEntry.objects.in_domain(domain).select_related("domain")
+    by_vector = list(
+        entries.filter(embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")[:CANDIDATES_PER_METHOD]
+    )
+    search_query = SearchQuery(text, search_type="websearch", config="english")
+    by_text = list(
+        entries.annotate(rank=SearchRank(SearchVector("topic", "content", config="english"), search_query))
+        .filter(rank__gt=0)
+        .order_by("-rank", "entry_id")[:CANDIDATES_PER_METHOD]
+    )
+    fused: dict[int, SearchHit] = {}
+    for rank, entry in enumerate(by_vector, start=1):
+        fused[entry.pk] = SearchHit(entry, 1 / (RRF_K + rank), 1 - float(entry.distance), rank, None)
+    for rank, entry in enumerate(by_text, start=1):
+        hit = fused.get(entry.pk)
+        if hit is None:
+            similarity = float(np.dot(vector, entry.embedding)) if entry.embedding is not None else 0.0
+            fused[entry.pk] = SearchHit(entry, 1 / (RRF_K + rank), similarity, None, rank)
+        else:
+            hit.score += 1 / (RRF_K + rank)
+            hit.text_rank = rank
+    return sorted(fused.values(), key=lambda hit: (-hit.score, -hit.similarity, hit.entry.entry_id))[:limit]
+
+
+def entry_get(*, entry_id: str) -> KnowledgeEntry:
+    entry = (
+        KnowledgeEntry.objects.select_related("domain", "knowledge_source").filter(entry_id=entry_id).first()
+    )
+    if entry is None:
+        raise NotFound(f"No knowledge entry has the id {entry_id}.", details={"entryId": entry_id})
+    return entry
+
+
+def entries_for_export(*, domain: str | None = None) -> QuerySet[KnowledgeEntry]:
+    return (
+        KnowledgeEntry.objects.in_domain(domain_check(domain))
+        .select_related("domain")
+        .order_by(F("entry_id"))
+    )
