@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("apps.connectors.urls")),
     path("", include("apps.arxiv.urls")),
     path("", include("apps.wikidata.urls")),
+    path("", include("apps.grounding.urls")),
     path("", include("apps.core.urls_pages")),
 ]
 

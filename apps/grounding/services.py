@@ -59,6 +59,7 @@ EVIDENCE_ENTRIES = 4
 SUPPORT_SIMILARITY = 0.72  # at or above: the evidence says the same thing
 CONTRADICTION_SIMILARITY = 0.58  # at or above: same subject, so an explicit disagreement counts
 RELATED_SIMILARITY = 0.45  # below: the knowledge base does not talk about this
+WIKIDATA_CONTRADICTION_SIMILARITY = 0.7  # a Wikidata statement this close to the claim says what is true
 EXCERPT_CHARS = 300
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+\s*(?:[-*•]\s+|\d+[.)]\s+)?")
 
@@ -143,6 +144,7 @@ class Outcome:
     evidence: list[Evidence]
     correction: str = ""
     signals: list[dict[str, str]] = field(default_factory=list)
+    wikidata: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def related_entries(self) -> list[str]:
@@ -169,10 +171,64 @@ def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAge
     hits = knowledge_selectors.knowledge_search(
         query=claim, domain=domain, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
     )
-    if domain is None and hits:
-        domain = hits[0].entry.domain.name
     evidence = _evidence_sentences(claim, claim_vector, hits)
-    return _verdict(claim, domain, evidence)
+    outcome = _verdict(claim, domain or (hits[0].entry.domain.name if hits else None), evidence)
+    if domain is None and outcome.verdict == Verdict.UNVERIFIED and names_entity(claim):
+        # Not the curated knowledge's subject: a claim about a named entity is checked on Wikidata.
+        return _wikidata_judge(claim, claim_vector) or outcome
+    return outcome
+
+
+_NAME_RE = re.compile(r"\b[A-Z][a-z][\w'’.-]*(?:\s+(?:de |von |van |of )?[A-Z][a-z][\w'’.-]*)+")
+
+
+def names_entity(claim: str) -> bool:
+    """Whether the claim names someone or something (two or more capitalised words in a row)."""
+    return _NAME_RE.search(claim) is not None
+
+
+def _wikidata_judge(claim: str, claim_vector: np.ndarray) -> Outcome | None:
+    """The claim against Wikidata facts found by the fact workflow (run here, bounded by its deadline):
+    supported when the most similar statement's value is what the claim says, contradicted when a
+    close statement says otherwise. ``None`` when the workflow is not available (no tools planned)."""
+    from apps.wikidata import services as fact_services
+
+    try:
+        run = fact_services.fact_query_submit(query=claim[:512], top_k=5, include_sparql=False)
+    except ValidationFailed:
+        return None
+    run = fact_services.fact_run_execute(run_id=str(run.pk))
+    facts = list(run.facts.order_by("position"))
+    if not facts:
+        return None
+    vectors = embed_texts_cached(texts=[fact.text for fact in facts])
+    scored = sorted(zip(vectors @ claim_vector, facts, strict=True), key=lambda pair: -float(pair[0]))
+    similarity, best = float(scored[0][0]), scored[0][1]
+    value = (best.value_label or best.value_text).strip()
+    cited = [_fact_source(fact, float(sim)) for sim, fact in scored[:3]]
+    if value and value.lower() in claim.lower() and similarity >= RELATED_SIMILARITY:
+        verdict, correction, confidence = Verdict.SUPPORTED, "", 0.7 + (similarity - RELATED_SIMILARITY)
+    elif similarity >= WIKIDATA_CONTRADICTION_SIMILARITY:
+        verdict, confidence = Verdict.CONTRADICTED, 0.55 + (similarity - WIKIDATA_CONTRADICTION_SIMILARITY)
+        correction = f"According to Wikidata, {best.text} (statement {best.claim_guid})."
+    else:
+        return None
+    outcome = Outcome(claim, "wikidata", verdict, _clamp(confidence), [], correction=correction)
+    outcome.wikidata = cited
+    return outcome
+
+
+def _fact_source(fact: Any, similarity: float) -> dict[str, Any]:
+    return {
+        "entry_id": f"wikidata:{fact.claim_guid}",
+        "content_excerpt": fact.text,
+        "relevance": round(max(similarity, 0.0), 4),
+        "qid": fact.qid,
+        "claimGuid": fact.claim_guid,
+        "propertyId": fact.pid,
+        "factId": fact.pk,
+        "degraded": fact.run.degraded,
+    }
 
 
 def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[SearchHit]) -> list[Evidence]:
@@ -278,10 +334,11 @@ def _store(
         domain=KnowledgeDomain.objects.filter(name=outcome.domain).first() if outcome.domain else None,
         verdict=outcome.verdict,
         confidence=outcome.confidence,
-        sources=[item.as_source() for item in outcome.evidence],
+        sources=[item.as_source() for item in outcome.evidence] + outcome.wikidata,
         correction=outcome.correction,
         related_entries=outcome.related_entries,
         signals=outcome.signals,
+        wikidata=outcome.wikidata,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
         message=message,
         review_status=ReviewStatus.NOT_NEEDED if confident else ReviewStatus.PENDING,
@@ -300,13 +357,17 @@ def verification_result(*, verification: Verification) -> dict[str, Any]:
         ],
         "related_entries": list(verification.related_entries),
         "verdict": verification.verdict,
-        "domain": verification.domain.name if verification.domain else None,
+        "domain": verification.domain.name
+        if verification.domain
+        else ("wikidata" if verification.wikidata else None),
         "verificationId": verification.pk,
     }
     if verification.correction:
         result["correction"] = verification.correction
     if verification.signals:
         result["signals"] = verification.signals
+    if verification.wikidata:
+        result["wikidata"] = verification.wikidata
     return result
 
 

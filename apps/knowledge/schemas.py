@@ -40,6 +40,7 @@ class VerificationOut(Schema):
     verdict: Literal["supported", "contradicted", "unverified"]
     domain: str | None = None
     signals: list[dict[str, str]] | None = None
+    wikidata: list[dict[str, Any]] | None = Field(None, description="Wikidata statements cited.")
     verificationId: int
 
 

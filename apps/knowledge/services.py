@@ -178,16 +178,20 @@ def pack_parse_json(text: str) -> ParsedPack:
 
 def pack_parse_markdown(text: str, *, default_source: str) -> ParsedPack:
     """Markdown split by headings: each heading ``SEC-001: Topic`` (or ``## Topic`` with an ``id:``
-    line) starts an entry, its paragraphs are the content; ``source:``, ``url:``, ``tags:`` (comma
+    line) starts an entry, its paragraphs are the content (a heading with neither id nor text, such
+    as the document's title, is skipped); ``source:``, ``url:``, ``tags:`` (comma
     separated), ``related:``, ``confidence:``, ``last_verified:`` lines set those fields."""
     sections: list[tuple[dict[str, Any], int]] = []
     current: dict[str, Any] | None = None
     body: list[str] = []
 
     def close() -> None:
-        if current is not None:
-            current["content"] = " ".join(" ".join(body).split())
-            current.setdefault("source", default_source)
+        if current is None:
+            return
+        current["content"] = " ".join(" ".join(body).split())
+        current.setdefault("source", default_source)
+        if "id" not in current and not current["content"]:
+            sections.pop()  # a title or grouping heading, not an entry
 
     for number, line in enumerate(text.splitlines(), start=1):
         heading = _HEADING_RE.match(line)

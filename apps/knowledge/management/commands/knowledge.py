@@ -70,7 +70,7 @@ class Command(BaseCommand):
         count = services.entries_embed(domain_name=domain, progress=self._progress)
         self.stdout.write(f"{domain}: {count} entries re-embedded")
 
-    def _search(self, query: str, domain: str | None, limit: int, **_) -> None:
+    def _search(self, query: str, domain: str | None = None, limit: int = 5, **_) -> None:
         hits = selectors.knowledge_search(query=query, domain=domain, limit=limit)
         if not hits:
             self.stdout.write("no matches")
@@ -82,7 +82,7 @@ class Command(BaseCommand):
             self.stdout.write(f"    {entry.content}")
             self.stdout.write(f"    source: {entry.source}{'  ' + entry.url if entry.url else ''}")
 
-    def _verify(self, claim: str, domain: str | None, as_json: bool, **_) -> None:
+    def _verify(self, claim: str, domain: str | None = None, as_json: bool = False, **_) -> None:
         verification = grounding_services.claim_verify(claim=claim, domain=domain)
         result = grounding_services.verification_result(verification=verification)
         if as_json:
@@ -92,13 +92,12 @@ class Command(BaseCommand):
             f"verdict: {result['verdict']} (confidence {result['confidence']:.2f}, domain {result['domain']})"
         )
         for source in result["sources"]:
-            self.stdout.write(
-                f"  source {source['entry_id']} (relevance {source['relevance']:.2f}): {source['content_excerpt']}"
-            )
+            relevance = f"relevance {source['relevance']:.2f}"
+            self.stdout.write(f"  source {source['entry_id']} ({relevance}): {source['content_excerpt']}")
         if result.get("correction"):
             self.stdout.write(f"correction: {result['correction']}")
 
-    def _export_log(self, output: str | None, **_) -> None:
+    def _export_log(self, output: str | None = None, **_) -> None:
         lines = grounding_services.verification_log_lines()
         if output:
             with Path(output).open("w", encoding="utf-8") as handle:

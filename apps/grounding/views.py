@@ -1,0 +1,268 @@
+"""HTMX pages of the grounding review queue: the queue with filters and inline reviews, and one
+verification's evidence.
+
+Staff only: reviewers (``grounding.review_verification``) see the queue and review; analysts with
+``grounding.view_verification`` may read a verification's page. Anonymous visitors go to the admin
+login; a signed-in user without the permission gets 403.
+
+Each view renders its page, or for an HTMX request only the fragment the page includes. A review
+that the service refuses is shown on the row it came from: HTMX fragments are 200 (htmx does not
+swap error responses), full pages carry 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth import REDIRECT_FIELD_NAME
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.core.errors import ValidationFailed
+from apps.grounding import services
+from apps.grounding.forms import ReviewFilterForm, ReviewForm
+from apps.grounding.models import Verdict, Verification
+from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry
+
+PAGE_SIZE = 25
+REVIEW_PERMISSION = "grounding.review_verification"
+VIEW_PERMISSION = "grounding.view_verification"
+VERDICT_BADGES = {Verdict.SUPPORTED: "badge-ok", Verdict.CONTRADICTED: "badge-error"}
+
+
+def permission_page(*perms: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Active staff holding one of ``perms``; anonymous visitors go to the admin login and come back
+    (an HTMX request gets ``HX-Redirect`` so the whole page goes); anyone else gets 403."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            user = request.user
+            if not user.is_authenticated:
+                back = request.get_full_path()
+                if request.htmx and request.htmx.current_url_abs_path:
+                    back = request.htmx.current_url_abs_path
+                login_url = f"{reverse('admin:login')}?{urlencode({REDIRECT_FIELD_NAME: back})}"
+                if request.htmx:
+                    return HttpResponse(status=204, headers={"HX-Redirect": login_url})
+                return HttpResponseRedirect(login_url)
+            if not (user.is_active and user.is_staff and any(user.has_perm(p) for p in perms)):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+def _render(request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
+    """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
+    if request.htmx:
+        response = render(request, fragment, context)
+    else:
+        response = render(request, page, context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _web_url(url: Any) -> str:
+    """Only http(s) links are rendered as links (entries and sources come from imported files)."""
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
+
+
+def _safe_next(request: HttpRequest, candidate: str, default: str) -> str:
+    """Where to go back after a review: a local URL only."""
+    if candidate and url_has_allowed_host_and_scheme(
+        candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return candidate
+    return default
+
+
+# --- The queue ----------------------------------------------------------------------------------
+
+
+def _verifications(filters: dict[str, Any]) -> QuerySet[Verification]:
+    # The queue's query; a grounding selectors module would be its home (see the report).
+    queryset = Verification.objects.select_related("domain", "reviewer")
+    if filters["verdict"]:
+        queryset = queryset.filter(verdict=filters["verdict"])
+    if filters["domain"]:
+        queryset = queryset.filter(domain__name=filters["domain"])
+    if filters["status"]:
+        queryset = queryset.filter(review_status=filters["status"])
+    if filters["min_confidence"] is not None:
+        queryset = queryset.filter(confidence__gte=filters["min_confidence"])
+    if filters["max_confidence"] is not None:
+        queryset = queryset.filter(confidence__lte=filters["max_confidence"])
+    if filters["text"]:
+        queryset = queryset.filter(claim__icontains=filters["text"])
+    return queryset.order_by("-created_at", "-id")
+
+
+def _row(verification: Verification, *, next_url: str, error: str = "", form: Any = None) -> dict[str, Any]:
+    """A queue row: the verification and what its cells need."""
+    sources = verification.sources if isinstance(verification.sources, list) else []
+    best = sources[0] if sources and isinstance(sources[0], dict) else {}
+    return {
+        "verification": verification,
+        "verdict_badge": VERDICT_BADGES.get(verification.verdict, "badge-warn"),
+        "best_entry_id": best.get("entry_id", ""),
+        "next_url": next_url,
+        "error": error,
+        "form": form,
+    }
+
+
+@require_GET
+@permission_page(REVIEW_PERMISSION)
+def verification_queue(request: HttpRequest) -> HttpResponse:
+    """The review queue: filters (default: pending), 25 a page, each row reviewable in place."""
+    form = ReviewFilterForm(request.GET)
+    form.is_valid()
+    filters = form.filters()
+    page = Paginator(_verifications(filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    next_url = request.get_full_path()
+    domains = list(KnowledgeDomain.objects.order_by("name").values_list("name", flat=True))
+    if filters["domain"] and filters["domain"] not in domains:
+        domains = sorted([*domains, filters["domain"]])
+    context = {
+        "form": form,
+        "filters": filters,
+        "page": page,
+        "rows": [_row(verification, next_url=next_url) for verification in page],
+        "domains": domains,
+        "verdicts": Verdict.choices,
+        "queue_url": reverse("grounding:verification_queue"),
+    }
+    return _render(
+        request, "grounding/verifications.html", "grounding/partials/_verification_results.html", context
+    )
+
+
+# --- One verification ------------------------------------------------------------------------------
+
+
+def _verification_get(verification_id: int) -> Verification | None:
+    return (
+        Verification.objects.select_related("domain", "reviewer", "message")
+        .filter(pk=verification_id)
+        .first()
+    )
+
+
+def _missing(request: HttpRequest, verification_id: int) -> HttpResponse:
+    return render(
+        request, "grounding/verification_missing.html", {"verification_id": verification_id}, status=404
+    )
+
+
+@require_GET
+@permission_page(VIEW_PERMISSION, REVIEW_PERMISSION)
+def verification_detail(request: HttpRequest, verification_id: int) -> HttpResponse:
+    """The claim beside its evidence: each source's excerpt and full entry, the contradiction signals,
+    the correction, related entries, the review, and the message it came from."""
+    verification = _verification_get(verification_id)
+    if verification is None:
+        return _missing(request, verification_id)
+    return render(request, "grounding/verification_detail.html", _detail_context(request, verification))
+
+
+def _detail_context(
+    request: HttpRequest,
+    verification: Verification,
+    *,
+    form: ReviewForm | None = None,
+    error: str = "",
+) -> dict[str, Any]:
+    sources = [s for s in verification.sources or [] if isinstance(s, dict)]
+    wanted = {str(s.get("entry_id", "")) for s in sources} | set(verification.related_entries)
+    if verification.corrected_entry:
+        wanted.add(verification.corrected_entry)
+    entries = {
+        entry.entry_id: entry
+        for entry in KnowledgeEntry.objects.select_related("domain", "knowledge_source").filter(
+            entry_id__in=wanted
+        )
+    }
+    evidence = []
+    for source in sources:
+        entry = entries.get(str(source.get("entry_id", "")))
+        evidence.append(
+            {
+                "entry_id": source.get("entry_id", ""),
+                "excerpt": source.get("content_excerpt", ""),
+                "relevance": source.get("relevance"),
+                "source": source.get("source", ""),
+                "url": _web_url(source.get("url")),
+                "entry": entry,
+                "entry_url": _web_url(entry.url) if entry else "",
+            }
+        )
+    detail_url = reverse("grounding:verification_detail", args=[verification.pk])
+    return {
+        "verification": verification,
+        "verdict_badge": VERDICT_BADGES.get(verification.verdict, "badge-warn"),
+        "evidence": evidence,
+        "signals": [s for s in verification.signals or [] if isinstance(s, dict)],
+        "related": [(entry_id, entries.get(entry_id)) for entry_id in verification.related_entries],
+        "corrected_entry": entries.get(verification.corrected_entry),
+        "can_review": request.user.has_perm(REVIEW_PERMISSION),
+        "form": form or ReviewForm(initial={"action": "approve"}),
+        "error": error,
+        "next_url": detail_url,
+    }
+
+
+# --- Reviewing --------------------------------------------------------------------------------------
+
+
+@require_POST
+@permission_page(REVIEW_PERMISSION)
+def verification_review(request: HttpRequest, verification_id: int) -> HttpResponse:
+    """Approve, reject or correct one verification through ``services.verification_review``.
+
+    HTMX: the updated row (or the row with the reason the review was refused). Otherwise: back to
+    where the form was (303), or the verification's page with the reason (400)."""
+    verification = _verification_get(verification_id)
+    if verification is None:
+        return _missing(request, verification_id)
+    queue_url = reverse("grounding:verification_queue")
+    next_url = _safe_next(request, request.POST.get("next", ""), queue_url)
+    form = ReviewForm(request.POST)
+    error = ""
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            verification = services.verification_review(
+                verification=verification,
+                reviewer=request.user,
+                action=data["action"],
+                note=data["note"],
+                correction=data["correction"],
+                entry_id=data["entry_id"],
+            )
+        except ValidationFailed as failure:
+            error = failure.message
+    else:
+        error = form.first_error()
+    verification = _verification_get(verification_id) or verification  # as stored, with its relations
+    if request.htmx:
+        context = _row(verification, next_url=next_url, error=error, form=form if error else None)
+        response = render(request, "grounding/partials/_verification_row.html", context)
+        patch_vary_headers(response, ["HX-Request"])
+        return response
+    if error:
+        context = _detail_context(request, verification, form=form, error=error)
+        return render(request, "grounding/verification_detail.html", context, status=400)
+    return HttpResponseRedirect(next_url, status=303)

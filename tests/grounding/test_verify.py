@@ -1,0 +1,242 @@
+"""Verifying claims: contradiction signals, verdicts against a small pack, the API, the CLI and
+the verification log."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from apps.grounding import services
+from apps.grounding.contradictions import contradiction_signals
+from apps.grounding.models import GroundingMessage, GroundingSettings, ReviewStatus, Verification
+from apps.knowledge import services as knowledge_services
+from apps.knowledge.services import ParsedPack, _validated
+
+pytestmark = pytest.mark.django_db
+
+GDPR_33 = (
+    "The controller must notify the supervisory authority of a personal data breach without undue delay "
+    "and, where feasible, not later than 72 hours after becoming aware of it."
+)
+PACK = {
+    "security": [
+        {"id": "SEC-001", "topic": "Password storage", "source": "OWASP Password Storage Cheat Sheet",
+         "content": "Passwords must be stored with a slow, salted hash such as Argon2id, scrypt or bcrypt. "
+                    "Fast hashes such as MD5 or SHA-1 must never be used for passwords."},
+        {"id": "SEC-002", "topic": "TLS versions", "source": "RFC 8996",
+         "content": "TLS 1.0 and TLS 1.1 are deprecated by RFC 8996 and must not be used."},
+    ],
+    "compliance": [
+        {"id": "COMP-001", "topic": "GDPR breach notification", "source": "GDPR Art. 33", "content": GDPR_33},
+    ],
+    "performance": [
+        {"id": "PERF-001", "topic": "Binary search", "source": "Knuth",
+         "content": "Binary search on a sorted array takes O(log n) comparisons in the worst case."},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def pack(settings) -> None:
+    for domain, entries in PACK.items():
+        knowledge_services.entries_import(
+            domain_name=domain,
+            pack=_validated([(e, "$") for e in entries], {}),
+            source_name=domain,
+            location="test",
+        )
+    settings.CORTEX_GROUNDING_AGENTS = Path(settings.BASE_DIR) / "config" / "grounding" / "agents.json"
+    services.grounding_agents_load_default()
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "kind"),
+    [
+        ("Breaches must be reported within 48 hours.", GDPR_33, "quantity"),
+        ("Passwords may be stored with MD5.", "Passwords must never be stored with MD5.", "negation"),
+        ("POST is idempotent.", "POST is not idempotent.", "opposite"),
+        ("Binary search is O(n).", "Binary search is O(log n).", "complexity"),
+        ("TLS 1.3 is defined in RFC 5246.", "TLS 1.3 is defined in RFC 8446.", "identifier"),
+        ("Controllers may notify the authority.", "Controllers must notify the authority.", "modal"),
+    ],
+)
+def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: str) -> None:
+    assert [signal["type"] for signal in contradiction_signals(claim, evidence)] == [kind]
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Breaches must be reported to the supervisory authority within three days.", GDPR_33),
+        ("Controllers have 72 hours to notify the authority of a breach.", GDPR_33),
+        ("Never store passwords with MD5.", "Passwords must never be stored with MD5."),
+    ],
+)
+def test_agreement_in_other_words_is_not_a_contradiction(claim: str, evidence: str) -> None:
+    assert contradiction_signals(claim, evidence) == []
+
+
+def test_a_wrong_claim_is_contradicted_with_a_correction(pack: None) -> None:
+    verification = services.claim_verify(claim="Passwords should be hashed with MD5 before they are stored.")
+    assert verification.verdict == "contradicted" and not verification.verified
+    assert verification.domain.name == "security"  # routed by the agent's keywords ("password", "hash")
+    assert verification.sources[0]["entry_id"] == "SEC-001"
+    assert "Argon2id" in verification.correction
+    assert verification.signals and verification.latency_ms > 0
+
+
+def test_a_changed_number_is_contradicted(pack: None) -> None:
+    verification = services.claim_verify(
+        claim="Under GDPR a personal data breach must be notified within 24 hours."
+    )
+    assert verification.verdict == "contradicted"
+    assert verification.signals[0]["type"] == "quantity" and verification.sources[0]["entry_id"] == "COMP-001"
+
+
+def test_a_paraphrase_is_supported(pack: None) -> None:
+    verification = services.claim_verify(
+        claim="According to GDPR, the controller has to notify the supervisory authority of a personal data "
+        "breach within 72 hours of becoming aware of it."
+    )
+    assert verification.verdict == "supported" and verification.verified
+    result = services.verification_result(verification=verification)
+    assert set(result) >= {
+        "claim",
+        "verified",
+        "confidence",
+        "sources",
+        "related_entries",
+        "verdict",
+        "domain",
+    }
+    assert "correction" not in result
+
+
+def test_a_claim_the_knowledge_does_not_cover_is_unverified(pack: None) -> None:
+    verification = services.claim_verify(claim="Kubernetes pods must declare CPU limits in every namespace.")
+    assert verification.verdict == "unverified" and verification.correction == ""
+
+
+def test_unsure_verdicts_wait_for_review_and_sure_ones_do_not(pack: None) -> None:
+    config = GroundingSettings.current()
+    config.confidence_threshold = 1.0
+    config.save()
+    assert services.claim_verify(claim="Binary search takes O(n) time.").review_status == ReviewStatus.PENDING
+    config.confidence_threshold = 0.0
+    config.save()
+    assert (
+        services.claim_verify(claim="Binary search takes O(n) time.").review_status == ReviewStatus.NOT_NEEDED
+    )
+
+
+def test_the_verify_api_answers_the_seed_shape(pack: None, read_client: Client) -> None:
+    response = read_client.post(
+        "/v1/knowledge/verify",
+        {"claim": "TLS 1.1 is fine to use for new services."},
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["verdict"] in ("contradicted", "unverified") and body["domain"] == "security"
+    assert body["sources"][0]["entry_id"] == "SEC-002"
+    assert Verification.objects.filter(pk=body["verificationId"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "text"),
+    [
+        ({"claim": ""}, 422, "claim is empty"),
+        ({"claim": "   "}, 422, "claim is empty"),
+        ({"claim": "x" * 3000}, 422, "claim"),
+        ({"claim": "Passwords must be hashed.", "domain": "astrology"}, 404, "Unknown knowledge domain"),
+        ({"claim": "Passwords must be hashed.", "extra": 1}, 422, "extra"),
+    ],
+)
+def test_bad_verify_input_is_a_4xx_that_says_what_to_fix(
+    pack: None, read_client: Client, body: dict, status: int, text: str
+) -> None:
+    response = read_client.post("/v1/knowledge/verify", body, content_type="application/json")
+    assert response.status_code == status
+    assert text in json.dumps(response.json())
+    assert Verification.objects.count() == 0
+
+
+def test_grounding_a_message_checks_its_claims_and_injects_knowledge(pack: None, read_client: Client) -> None:
+    message = (
+        "Hi! Here is the plan. Passwords should be hashed with MD5 for speed. "
+        "According to GDPR, breaches must be reported to the supervisory authority within 72 hours. "
+        "Thanks."
+    )
+    response = read_client.post(
+        "/v1/grounding/ground", {"message": message, "messageId": "msg-1"}, content_type="application/json"
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["type"] == "grounding" and body["original_message_id"] == "msg-1"
+    verdicts = [v["verdict"] for v in body["verifications"]]
+    assert verdicts == ["contradicted", "supported"]
+    assert {k["topic"] for k in body["injected_knowledge"]} == {
+        "Password storage",
+        "GDPR breach notification",
+    }
+    assert "2 claim(s) checked" in body["summary"] and "Corrections:" in body["summary"]
+    assert GroundingMessage.objects.get(pk=body["id"]).verifications.count() == 2
+
+
+def test_on_detection_grounds_only_messages_with_a_trigger(pack: None) -> None:
+    quiet = services.message_ground(message="Passwords are hashed with MD5 here.", mode="on_detection")
+    assert quiet.verifications.count() == 0 and quiet.summary == "No verifiable claims found."
+    loud = services.message_ground(message="Passwords must be hashed with MD5 here.", mode="on_detection")
+    assert loud.verifications.count() == 1
+
+
+def test_bad_ground_input(read_client: Client) -> None:
+    big = read_client.post(
+        "/v1/grounding/ground", {"message": "a" * 100_000}, content_type="application/json"
+    )
+    assert big.status_code == 422 and "message" in json.dumps(big.json())
+    empty = read_client.post("/v1/grounding/ground", {"message": " "}, content_type="application/json")
+    assert empty.status_code == 422 and "empty" in empty.json()["error"]["message"]
+    mode = read_client.post(
+        "/v1/grounding/ground", {"message": "hello there", "mode": "always"}, content_type="application/json"
+    )
+    assert mode.status_code == 422
+
+
+def test_cli_verify_prints_the_verdict_or_one_json_object(pack: None) -> None:
+    out = StringIO()
+    call_command("knowledge", "verify", "Passwords should be stored using MD5.", stdout=out)
+    assert out.getvalue().startswith("verdict: contradicted") and "correction:" in out.getvalue()
+    out = StringIO()
+    call_command(
+        "knowledge", "verify", "Binary search is O(log n).", "--domain", "performance", "--json", stdout=out
+    )
+    result = json.loads(out.getvalue())
+    assert result["claim"] == "Binary search is O(log n)." and result["domain"] == "performance"
+    with pytest.raises(CommandError, match="claim is empty"):
+        call_command("knowledge", "verify", "  ")
+
+
+def test_the_verification_log_exports_as_json_lines(pack: None, tmp_path: Path) -> None:
+    services.claim_verify(claim="Passwords should be stored using MD5.")
+    services.claim_verify(claim="Binary search is O(log n).")
+    target = tmp_path / "log.jsonl"
+    out = StringIO()
+    call_command("knowledge", "export-log", "--output", str(target), stdout=out)
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [line["claim"] for line in lines] == [
+        "Passwords should be stored using MD5.",
+        "Binary search is O(log n).",
+    ]
+    assert {"verdict", "confidence", "sources", "createdAt", "reviewStatus", "latencyMs"} <= set(lines[0])
+    assert "2 verifications written" in out.getvalue()
+
+
+def test_the_parsed_pack_helper_is_the_importers() -> None:
+    assert isinstance(_validated([(PACK["performance"][0], "$")], {}), ParsedPack)
