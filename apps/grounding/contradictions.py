@@ -34,7 +34,7 @@ _UNITS = {
     "second": ("time", 1 / 3600), "seconds": ("time", 1 / 3600), "minute": ("time", 1 / 60),
     "minutes": ("time", 1 / 60), "hour": ("time", 1), "hours": ("time", 1), "hrs": ("time", 1),
     "day": ("time", 24), "days": ("time", 24), "business days": ("time", 24), "calendar days": ("time", 24),
-    "week": ("time", 168), "weeks": ("time", 168), "month": ("time", 730), "months": ("time", 730),
+    "week": ("time", 168), "weeks": ("time", 168), "month": ("time", 720), "months": ("time", 720),
     "year": ("time", 8760), "years": ("time", 8760),
     "ms": ("time", 1 / 3_600_000), "milliseconds": ("time", 1 / 3_600_000),
     "%": ("percent", 1), "percent": ("percent", 1), "per cent": ("percent", 1),
@@ -63,7 +63,7 @@ _NEGATION_RE = re.compile(
 # Phrases with a negative word that bound a quantity or add emphasis rather than negate the statement.
 _NOT_NEGATIONS_RE = re.compile(
     r"\b(?:not|no) (?:later|more|less|fewer|longer|sooner|earlier) than\b|\bnot only\b|\bwhether or not\b|"
-    r"\bif not\b|\bnot exceed(?:ing)?\b|\bno matter\b",
+    r"\bif not\b|\bnot exceed(?:ing)?\b|\bno matter\b|\bin no case\b|\bno (?:more|less) than\b",
     re.I,
 )
 _STRONG_MODAL_RE = re.compile(
@@ -84,7 +84,8 @@ _OPPOSITES = [
     ("lowest", "highest"), ("smaller", "larger"), ("inner", "outer"), ("first", "last"),
     ("supervisory authority", "data subjects"), ("controller", "processor"), ("amortised", "worst-case"),
     ("average", "worst"), ("salted", "unsalted"), ("random", "sequential"), ("read-only", "writable"),
-    ("one-way", "reversible"), ("lossless", "lossy"),
+    ("one-way", "reversible"), ("lossless", "lossy"), ("new", "unchanged"), ("supports", "removed"),
+    ("supported", "removed"), ("certification", "attestation"), ("stable", "unstable"),
 ]  # fmt: skip
 _WORD_CACHE: dict[str, re.Pattern[str]] = {}
 
@@ -138,12 +139,42 @@ def complexities(text: str) -> set[str]:
     return {re.sub(r"\s+", "", match.group(1)).lower() for match in _COMPLEXITY_RE.finditer(text)}
 
 
+_CASE_RE = re.compile(r"\b(worst|average|amortis|amortiz|expected|best)", re.I)
+
+
+def _qualified_complexities(text: str) -> dict[str, set[str]]:
+    """Big-O classes by the case they are stated for (worst, average, best), clause by clause."""
+    found: dict[str, set[str]] = {}
+    for clause in _CLAUSE_RE.split(text):
+        if not clause:
+            continue
+        case = _CASE_RE.search(clause)
+        if case is None:
+            continue
+        kind = {"amortis": "average", "amortiz": "average", "expected": "average"}.get(
+            case.group(1).lower(), case.group(1).lower()
+        )
+        found.setdefault(kind, set()).update(complexities(clause))
+    return {kind: values for kind, values in found.items() if values}
+
+
+def _qualified_complexity_clash(claim: str, evidence: str) -> Signal | None:
+    mine, theirs = _qualified_complexities(claim), _qualified_complexities(evidence)
+    for case, values in mine.items():
+        other = theirs.get(case)
+        if other and not values & other:
+            return {"type": "complexity", "claim": f"{case} O({', '.join(sorted(values))})",
+                    "evidence": f"{case} O({', '.join(sorted(other))})"}  # fmt: skip
+    return None
+
+
 def negated(text: str) -> bool:
     return bool(_NEGATION_RE.search(_NOT_NEGATIONS_RE.sub(" ", text)))
 
 
 def _has(term: str, text: str) -> bool:
-    return bool(_word(term).search(text))
+    # A plain substring test first: most terms are absent, and it is far cheaper than the regex.
+    return term in text.lower() and bool(_word(term).search(text))
 
 
 def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
@@ -167,19 +198,125 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
             signals.append({"type": "identifier", "claim": f"{kind} {', '.join(sorted(values))}",
                             "evidence": f"{kind} {', '.join(sorted(other))}"})  # fmt: skip
     claim_big_o, evidence_big_o = complexities(claim), complexities(evidence)
-    if claim_big_o and evidence_big_o and not claim_big_o & evidence_big_o:
+    qualified = _qualified_complexity_clash(claim, evidence)
+    if qualified:
+        signals.append(qualified)
+    elif claim_big_o and evidence_big_o and not claim_big_o & evidence_big_o:
         signals.append({"type": "complexity", "claim": ", ".join(f"O({c})" for c in sorted(claim_big_o)),
                         "evidence": ", ".join(f"O({c})" for c in sorted(evidence_big_o))})  # fmt: skip
     opposite = _opposite_terms(claim, evidence)
     if opposite:
         signals.append(opposite)
-    elif negated(claim) != negated(evidence):
-        signals.append({"type": "negation", "claim": _negation(claim), "evidence": _negation(evidence)})
-    else:
-        modal = _modal_flip(claim, evidence)
+        return signals
+    # Polarity and modality are compared clause by clause: a claim clause against the evidence
+    # clause sharing most of its words, so a "not" elsewhere in a long sentence does not count.
+    for claim_clause, evidence_clause in aligned_clauses(claim, evidence):
+        if negated(claim_clause) != negated(evidence_clause):
+            signals.append(
+                {"type": "negation", "claim": _negation(claim_clause), "evidence": _negation(evidence_clause)}
+            )
+            break
+        modal = _modal_flip(claim_clause, evidence_clause)
         if modal:
             signals.append(modal)
+            break
     return signals
+
+
+_CLAUSE_RE = re.compile(
+    r";|:|,\s*(?:and|but|while|whereas|so|which|although|though)\b|\s+(?:but|whereas|while)\s+", re.I
+)
+_CONTENT_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]+")
+MIN_SHARED_WORDS = 2
+MIN_SHARED_SHARE = 0.34  # of the claim clause's content words
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to align clauses: requires/required/requiring → requir."""
+    for suffix in ("ing", "ed", "es", "s", "d"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _content_words(text: str) -> set[str]:
+    words = _CONTENT_WORD_RE.findall(text.lower())
+    return {_stem(w) for w in words if len(w) > 2 and w not in _FUNCTION_WORDS}
+
+
+_FUNCTION_WORDS = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "that",
+        "this",
+        "with",
+        "from",
+        "have",
+        "has",
+        "had",
+        "not",
+        "never",
+        "can",
+        "cannot",
+        "must",
+        "should",
+        "may",
+        "will",
+        "shall",
+        "its",
+        "their",
+        "them",
+        "they",
+        "been",
+        "being",
+        "into",
+        "than",
+        "then",
+        "also",
+        "only",
+        "such",
+        "when",
+        "which",
+        "who",
+        "what",
+        "does",
+        "doe",
+        "don",
+        "isn",
+        "aren",
+        "wasn",
+        "won",
+        "mustn",
+        "shouldn",
+        "no",
+        "nor",
+        "neither",
+        "under",
+        "per",
+        "any",
+        "all",
+        "each",
+    }
+)
+
+
+def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
+    """Each claim clause with the evidence clause that shares most of its content words (at least
+    two), best aligned first."""
+    evidence_clauses = [c.strip() for c in _CLAUSE_RE.split(evidence) if c and c.strip()]
+    pairs: list[tuple[int, str, str]] = []
+    for clause in (c.strip() for c in _CLAUSE_RE.split(claim) if c and c.strip()):
+        words = _content_words(clause)
+        scored = [(len(words & _content_words(other)), other) for other in evidence_clauses]
+        shared, best = max(scored, default=(0, ""), key=lambda item: item[0])
+        if shared >= MIN_SHARED_WORDS and shared >= MIN_SHARED_SHARE * len(words):
+            pairs.append((shared, clause, best))
+    return [(clause, other) for _, clause, other in sorted(pairs, key=lambda item: -item[0])]
 
 
 def _negation(text: str) -> str:

@@ -56,9 +56,10 @@ MAX_CLAIM_CHARS = 2000
 MAX_MESSAGE_CHARS = 20_000
 EVIDENCE_ENTRIES = 4
 # Cosine similarity of the claim and the best evidence sentence (all-MiniLM-L6-v2, unit vectors).
-SUPPORT_SIMILARITY = 0.72  # at or above: the evidence says the same thing
-CONTRADICTION_SIMILARITY = 0.58  # at or above: same subject, so an explicit disagreement counts
+SUPPORT_SIMILARITY = 0.66  # at or above: the evidence says the same thing
+CONTRADICTION_SIMILARITY = 0.66  # at or above: same subject, so an explicit disagreement counts
 RELATED_SIMILARITY = 0.45  # below: the knowledge base does not talk about this
+CONTRADICTION_MARGIN = 0.05  # disagreeing evidence must be this close to the best evidence
 WIKIDATA_CONTRADICTION_SIMILARITY = 0.7  # a Wikidata statement this close to the claim says what is true
 EXCERPT_CHARS = 300
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+\s*(?:[-*•]\s+|\d+[.)]\s+)?")
@@ -167,12 +168,22 @@ def _clamp(value: float) -> float:
 def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:
     """The verdict for one claim (nothing stored)."""
     claim_vector = embed_text(text=claim)
+    routed = domain is None
     domain = domain or domain_route(claim=claim, agents=agents)
     hits = knowledge_selectors.knowledge_search(
         query=claim, domain=domain, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
     )
     evidence = _evidence_sentences(claim, claim_vector, hits)
     outcome = _verdict(claim, domain or (hits[0].entry.domain.name if hits else None), evidence)
+    if routed and outcome.verdict == Verdict.UNVERIFIED:
+        # Keywords can mislead ("HTTP" in a security claim): look in every domain before giving up.
+        everywhere = knowledge_selectors.knowledge_search(
+            query=claim, domain=None, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
+        )
+        wider = _verdict(claim, everywhere[0].entry.domain.name if everywhere else None,
+                         _evidence_sentences(claim, claim_vector, everywhere))  # fmt: skip
+        if wider.verdict != Verdict.UNVERIFIED:
+            outcome = wider
     if domain is None and outcome.verdict == Verdict.UNVERIFIED and names_entity(claim):
         # Not the curated knowledge's subject: a claim about a named entity is checked on Wikidata.
         return _wikidata_judge(claim, claim_vector) or outcome
@@ -252,7 +263,8 @@ def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[Sea
     ]
     ordered = sorted(evidence, key=lambda e: (-e.similarity, e.hit.entry.entry_id))
     for item in ordered:
-        item.signals = contradiction_signals(claim, item.sentence)
+        # The whole entry, not only its closest sentence: the number that disagrees may sit in the next one.
+        item.signals = contradiction_signals(claim, item.hit.entry.content)
     return ordered
 
 
@@ -262,17 +274,21 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
         return Outcome(
             claim, domain, Verdict.UNVERIFIED, _clamp(0.7 + (RELATED_SIMILARITY - top)), evidence[:3]
         )
-    contradicting = [e for e in evidence if e.signals and e.similarity >= CONTRADICTION_SIMILARITY]
     best = evidence[0]
+    if best.similarity >= SUPPORT_SIMILARITY and not _counts(best):
+        # The closest evidence says the same thing: disagreement elsewhere is about something else.
+        contradicting = []
+    else:
+        # Only evidence about as close as the best counts against the claim.
+        floor = max(CONTRADICTION_SIMILARITY, best.similarity - CONTRADICTION_MARGIN)
+        contradicting = [e for e in evidence if _counts(e) and e.similarity >= floor]
     if contradicting:
         # Prefer the most similar disagreeing entry; among equals, the higher-priority source.
         chosen = min(contradicting, key=lambda e: (-round(e.similarity, 2), _priority(e.hit.entry)))
+        chosen.signals = _counts(chosen)
         strength = len(chosen.signals) * 0.08 + (chosen.similarity - CONTRADICTION_SIMILARITY)
-        confidence = (
-            0.62
-            + strength
-            + (0.1 if chosen.signals[0]["type"] in ("quantity", "identifier", "complexity") else 0)
-        )
+        exact = chosen.signals[0]["type"] in ("quantity", "identifier", "complexity")
+        confidence = 0.62 + strength + (0.1 if exact else 0)
         ordered = [chosen, *[e for e in evidence if e is not chosen]][:3]
         return Outcome(
             claim, domain, Verdict.CONTRADICTED, _clamp(confidence), ordered,
@@ -289,6 +305,16 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
     # Related knowledge exists but neither says the same nor disagrees explicitly.
     margin = min(best.similarity - RELATED_SIMILARITY, SUPPORT_SIMILARITY - best.similarity)
     return Outcome(claim, domain, Verdict.UNVERIFIED, _clamp(0.55 - margin), evidence[:3])
+
+
+def _counts(evidence: Evidence) -> list[dict[str, str]]:
+    """The signals that count at this evidence's similarity: a different identifier (Article 22 vs
+    Article 37) only means disagreement when the evidence is otherwise about the same thing."""
+    return [
+        signal
+        for signal in evidence.signals
+        if signal["type"] != "identifier" or evidence.similarity >= SUPPORT_SIMILARITY
+    ]
 
 
 def _priority(entry: KnowledgeEntry) -> int:
@@ -331,7 +357,7 @@ def _store(
     confident = outcome.confidence >= config.confidence_threshold
     return Verification.objects.create(
         claim=outcome.claim,
-        domain=KnowledgeDomain.objects.filter(name=outcome.domain).first() if outcome.domain else None,
+        domain=_domain_of(outcome),
         verdict=outcome.verdict,
         confidence=outcome.confidence,
         sources=[item.as_source() for item in outcome.evidence] + outcome.wikidata,
@@ -343,6 +369,16 @@ def _store(
         message=message,
         review_status=ReviewStatus.NOT_NEEDED if confident else ReviewStatus.PENDING,
     )
+
+
+def _domain_of(outcome: Outcome) -> KnowledgeDomain | None:
+    """The outcome's domain row: from its evidence when it is there (no query), else looked up."""
+    if not outcome.domain:
+        return None
+    for item in outcome.evidence:
+        if item.hit.entry.domain.name == outcome.domain:
+            return item.hit.entry.domain
+    return KnowledgeDomain.objects.filter(name=outcome.domain).first()
 
 
 def verification_result(*, verification: Verification) -> dict[str, Any]:

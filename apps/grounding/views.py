@@ -218,7 +218,7 @@ def _detail_context(
         "related": [(entry_id, entries.get(entry_id)) for entry_id in verification.related_entries],
         "corrected_entry": entries.get(verification.corrected_entry),
         "can_review": request.user.has_perm(REVIEW_PERMISSION),
-        "form": form or ReviewForm(initial={"action": "approve"}),
+        "form": form or ReviewForm(initial={"action": "approve", "correction": verification.correction}),
         "error": error,
         "next_url": detail_url,
     }

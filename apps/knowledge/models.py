@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
@@ -115,6 +115,13 @@ class KnowledgeEntry(models.Model):
     confidence = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     last_verified = models.DateField(null=True, blank=True)
     embedding = EmbeddingField(null=True, blank=True)
+    # Kept by Postgres itself (a stored generated column), so searches never recompute it.
+    search_vector = models.GeneratedField(
+        expression=SearchVector("topic", weight="A", config="english")
+        + SearchVector("content", weight="B", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     content_hash = models.CharField(max_length=64, help_text="sha256 of what the embedding is computed from.")
     embedded_hash = models.CharField(max_length=64, blank=True, help_text="content_hash when last embedded.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -127,7 +134,7 @@ class KnowledgeEntry(models.Model):
         verbose_name_plural = "knowledge entries"
         indexes = [
             hnsw_cosine_index(name="knowledge_entry_embedding", field="embedding"),
-            GinIndex(SearchVector("topic", "content", config="english"), name="knowledge_entry_fulltext"),
+            GinIndex(fields=["search_vector"], name="knowledge_entry_fulltext"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,214 @@
+"""Admin of grounding: the settings (one row), the grounding agents, and the read-only log of
+grounded messages and verifications.
+
+Verifications are reviewed on the review queue (``/verifications``), where approving, rejecting
+and correcting go through ``services.verification_review``; here they are evidence only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+
+from apps.grounding.forms import GroundingAgentForm, GroundingSettingsForm
+from apps.grounding.models import GroundingAgent, GroundingMessage, GroundingSettings, Verification
+
+
+class ReadOnlyAdminMixin:
+    """View permission only: Django then renders every field read-only and offers no save."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _pretty_json(value: Any) -> str:
+    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _review_page_link(verification: Verification) -> str:
+    url = reverse("grounding:verification_detail", args=[verification.pk])
+    return format_html('<a href="{}">{}</a>', url, url)
+
+
+@admin.register(GroundingSettings)
+class GroundingSettingsAdmin(admin.ModelAdmin):
+    """The single configuration row (``GroundingSettings.current()``): the list goes straight to it,
+    created with the seed's defaults if need be; no second row, no delete."""
+
+    form = GroundingSettingsForm
+    readonly_fields = ["updated_at"]
+    fieldsets = [
+        (None, {"fields": ["enabled", "injection_mode", "confidence_threshold"]}),
+        ("Claims", {"fields": ["trigger_patterns", "claim_patterns", "min_claim_length"]}),
+        (None, {"fields": ["updated_at"]}),
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # The row is ``GroundingSettings.current()`` (pk 1); a row added here would not be the one used.
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        row = GroundingSettings.current()
+        return HttpResponseRedirect(reverse("admin:grounding_groundingsettings_change", args=[row.pk]))
+
+
+@admin.register(GroundingAgent)
+class GroundingAgentAdmin(admin.ModelAdmin):
+    form = GroundingAgentForm
+    list_display = ["name", "domain", "enabled", "keywords", "applies_to", "source_count"]
+    list_filter = ["enabled", "domain"]
+    list_select_related = ["domain"]
+    search_fields = ["name", "description", "domain__name"]
+    filter_horizontal = ["sources"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GroundingAgent]:
+        return super().get_queryset(request).prefetch_related("sources")
+
+    @admin.display(description="keywords")
+    def keywords(self, agent: GroundingAgent) -> str:
+        return ", ".join(agent.verification_keywords)
+
+    @admin.display(description="applies to")
+    def applies_to(self, agent: GroundingAgent) -> str:
+        return ", ".join(agent.applies_to_agents)
+
+    @admin.display(description="sources")
+    def source_count(self, agent: GroundingAgent) -> int:
+        return len(agent.sources.all())
+
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "sources":
+            kwargs["queryset"] = db_field.related_model.objects.select_related("domain")
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class VerificationInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = Verification
+    fields = ["claim", "verdict", "confidence", "domain", "review_status", "review_page"]
+    readonly_fields = fields
+    extra = 0
+    ordering = ["id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Verification]:
+        return super().get_queryset(request).select_related("domain")
+
+    @admin.display(description="page")
+    def review_page(self, verification: Verification) -> str:
+        return _review_page_link(verification)
+
+
+@admin.register(GroundingMessage)
+class GroundingMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["created_at", "short_summary", "original_message_id", "mode", "latency_ms"]
+    list_filter = ["mode"]
+    search_fields = ["original_message_id", "message", "summary"]
+    date_hierarchy = "created_at"
+    inlines = [VerificationInline]
+    fields = [
+        "id",
+        "original_message_id",
+        "mode",
+        "message",
+        "summary",
+        "injected_knowledge_json",
+        "latency_ms",
+        "created_at",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="summary")
+    def short_summary(self, grounding: GroundingMessage) -> str:
+        return grounding.summary[:100]
+
+    @admin.display(description="injected knowledge")
+    def injected_knowledge_json(self, grounding: GroundingMessage) -> str:
+        return _pretty_json(grounding.injected_knowledge)
+
+
+@admin.register(Verification)
+class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The verification log, read-only: reviews happen on the review queue."""
+
+    list_display = [
+        "id",
+        "short_claim",
+        "verdict",
+        "domain",
+        "confidence",
+        "review_status",
+        "reviewer",
+        "created_at",
+    ]
+    list_display_links = ["id", "short_claim"]
+    list_filter = ["verdict", "review_status", "domain"]
+    list_select_related = ["domain", "reviewer"]
+    search_fields = ["claim", "corrected_entry"]
+    date_hierarchy = "created_at"
+    fields = [
+        "review_page",
+        "claim",
+        "domain",
+        "verdict",
+        "confidence",
+        "sources_json",
+        "correction",
+        "related_entries",
+        "signals_json",
+        "wikidata_json",
+        "latency_ms",
+        "message_link",
+        "review_status",
+        "reviewer",
+        "reviewed_at",
+        "review_note",
+        "corrected_entry",
+        "created_at",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="claim", ordering="claim")
+    def short_claim(self, verification: Verification) -> str:
+        return verification.claim[:100]
+
+    @admin.display(description="review page")
+    def review_page(self, verification: Verification) -> str:
+        return _review_page_link(verification)
+
+    @admin.display(description="sources")
+    def sources_json(self, verification: Verification) -> str:
+        return _pretty_json(verification.sources)
+
+    @admin.display(description="signals")
+    def signals_json(self, verification: Verification) -> str:
+        return _pretty_json(verification.signals)
+
+    @admin.display(description="Wikidata facts")
+    def wikidata_json(self, verification: Verification) -> str:
+        return _pretty_json(verification.wikidata)
+
+    @admin.display(description="message")
+    def message_link(self, verification: Verification) -> str:
+        if verification.message_id is None:
+            return "—"
+        url = reverse("admin:grounding_groundingmessage_change", args=[verification.message_id])
+        return format_html('<a href="{}">{}</a>', url, verification.message_id)
