@@ -234,7 +234,7 @@ MIN_SHARED_SHARE = 0.34  # of the claim clause's content words
 def _stem(word: str) -> str:
     """A crude stem, enough to align clauses: requires/required/requiring → requir."""
     for suffix in ("ing", "ed", "es", "s", "d"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
 

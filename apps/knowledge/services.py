@@ -166,7 +166,8 @@ def pack_parse_json(text: str) -> ParsedPack:
         ) from error
     source: dict[str, Any] = {}
     if isinstance(data, dict):
-        source = data.get("source") if isinstance(data.get("source"), dict) else {}
+        declared = data.get("source")
+        source = declared if isinstance(declared, dict) else {}
         data = data.get("entries")
     if not isinstance(data, list):
         raise ValidationFailed(

@@ -34,7 +34,10 @@ class Command(BaseCommand):
         verify.add_argument("claim")
         verify.add_argument("--domain")
         verify.add_argument(
-            "--json", action="store_true", help="Print the verification result as one JSON object."
+            "--json",
+            dest="as_json",
+            action="store_true",
+            help="Print the verification result as one JSON object.",
         )
         export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
         export.add_argument("--output", "-o", help="File to write (default: standard output).")
