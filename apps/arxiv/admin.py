@@ -6,9 +6,7 @@ asked, how the run went, what it returned) and changes nothing: no add, change o
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -17,23 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.arxiv.models import Paper, PaperVersion, SearchRun, SearchRunPaper
-
-
-class ReadOnlyAdminMixin:
-    """View permission only: Django then renders every field read-only and offers no save."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-def _pretty_json(value: Any) -> str:
-    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
+from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
 
 
 class PaperVersionInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -190,11 +172,11 @@ class SearchRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Parameters")
     def parameters_json(self, run: SearchRun) -> str:
-        return _pretty_json(run.parameters)
+        return pretty_json(run.parameters)
 
     @admin.display(description="arXiv parameters")
     def arxiv_params_json(self, run: SearchRun) -> str:
-        return _pretty_json(run.arxiv_params)
+        return pretty_json(run.arxiv_params)
 
     @admin.display(description="Answered from")
     def cached_from_link(self, run: SearchRun) -> str:

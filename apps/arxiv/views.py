@@ -20,32 +20,17 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.arxiv import selectors, services
 from apps.arxiv.forms import LiveSearchForm, PaperFilterForm
 from apps.arxiv.models import Paper, RunStatus, SearchRun
 from apps.core.errors import ApplicationError, FeatureDisabled, NotFound, RateLimited, UpstreamError
+from apps.core.pages import render_page_or_fragment, web_url
 
 PAGE_SIZE = 20
 # A page should not hang for the API's full wait; a slower run is shown as "still running".
 LIVE_WAIT_CAP_SECONDS = 8.0
-
-
-def _render(request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
-    """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
-    if request.htmx:
-        response = render(request, fragment, context)
-    else:
-        response = render(request, page, context, status=status)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-def _web_url(url: str) -> str:
-    """Only http(s) links are rendered as links (stored URLs come from an upstream feed)."""
-    return url if url.startswith(("https://", "http://")) else ""
 
 
 # --- Stored papers ----------------------------------------------------------------------
@@ -74,7 +59,9 @@ def paper_list(request: HttpRequest) -> HttpResponse:
         if settings.FEATURE_ARXIV
         else LiveResult(state="disabled", message=_disabled_message()),
     }
-    return _render(request, "arxiv/paper_list.html", "arxiv/partials/_paper_results.html", context)
+    return render_page_or_fragment(
+        request, "arxiv/paper_list.html", "arxiv/partials/_paper_results.html", context
+    )
 
 
 @require_GET
@@ -94,7 +81,7 @@ def paper_detail(request: HttpRequest, arxiv_id: str) -> HttpResponse:
 
 
 def _paper_links(paper: Paper) -> list[tuple[str, str]]:
-    links = [("Abstract on arXiv", _web_url(paper.url)), ("PDF", _web_url(paper.pdf_url))]
+    links = [("Abstract on arXiv", web_url(paper.url)), ("PDF", web_url(paper.pdf_url))]
     if paper.doi:
         links.append((f"DOI {paper.doi}", f"https://doi.org/{paper.doi}"))
     return [(label, url) for label, url in links if url]
@@ -131,8 +118,8 @@ def _items(outcome: dict[str, Any]) -> list[dict[str, Any]]:
                 "authors": item.get("authors") or [],
                 "published": datetime.fromisoformat(item["published"]) if item.get("published") else None,
                 "primary_category": item.get("primaryCategory", ""),
-                "url": _web_url(item.get("url", "")),
-                "pdf_url": _web_url(item.get("pdfUrl", "")),
+                "url": web_url(item.get("url", "")),
+                "pdf_url": web_url(item.get("pdfUrl", "")),
             }
         )
     return items
@@ -196,7 +183,7 @@ def live_search(request: HttpRequest) -> HttpResponse:
     if not settings.FEATURE_ARXIV and result.state == "idle":
         result = LiveResult(state="disabled", message=_disabled_message())
     context = {"live_form": form, "result": result, "arxiv_enabled": settings.FEATURE_ARXIV}
-    response = _render(
+    response = render_page_or_fragment(
         request, "arxiv/live_search.html", "arxiv/partials/_live_search.html", context, status=result.status
     )
     if result.state == "results":
@@ -220,7 +207,9 @@ def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
     except NotFound:
         return render(request, "arxiv/run_missing.html", {"run_id": run_id}, status=404)
     context = {"run": run, "result": _outcome(run), "query": _run_query(run)}
-    return _render(request, "arxiv/run_detail.html", "arxiv/partials/_live_results.html", context)
+    return render_page_or_fragment(
+        request, "arxiv/run_detail.html", "arxiv/partials/_live_results.html", context
+    )
 
 
 def _run_query(run: SearchRun) -> str:

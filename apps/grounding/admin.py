@@ -7,7 +7,6 @@ and correcting go through ``services.verification_review``; here they are eviden
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin
@@ -17,25 +16,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
 from apps.grounding.forms import GroundingAgentForm, GroundingSettingsForm
 from apps.grounding.models import GroundingAgent, GroundingMessage, GroundingSettings, Verification
-
-
-class ReadOnlyAdminMixin:
-    """View permission only: Django then renders every field read-only and offers no save."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-def _pretty_json(value: Any) -> str:
-    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _review_page_link(verification: Verification) -> str:
@@ -142,7 +125,7 @@ class GroundingMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="injected knowledge")
     def injected_knowledge_json(self, grounding: GroundingMessage) -> str:
-        return _pretty_json(grounding.injected_knowledge)
+        return pretty_json(grounding.injected_knowledge)
 
 
 @admin.register(Verification)
@@ -196,15 +179,15 @@ class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="sources")
     def sources_json(self, verification: Verification) -> str:
-        return _pretty_json(verification.sources)
+        return pretty_json(verification.sources)
 
     @admin.display(description="signals")
     def signals_json(self, verification: Verification) -> str:
-        return _pretty_json(verification.signals)
+        return pretty_json(verification.signals)
 
     @admin.display(description="Wikidata facts")
     def wikidata_json(self, verification: Verification) -> str:
-        return _pretty_json(verification.wikidata)
+        return pretty_json(verification.wikidata)
 
     @admin.display(description="message")
     def message_link(self, verification: Verification) -> str:

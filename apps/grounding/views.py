@@ -20,7 +20,6 @@ from urllib.parse import urlencode
 from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -29,7 +28,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.core.errors import ValidationFailed
-from apps.grounding import services
+from apps.core.pages import render_page_or_fragment, web_url
+from apps.grounding import selectors, services
 from apps.grounding.forms import ReviewFilterForm, ReviewForm
 from apps.grounding.models import Verdict, Verification
 from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry
@@ -65,21 +65,6 @@ def permission_page(*perms: str) -> Callable[[Callable[..., HttpResponse]], Call
     return decorator
 
 
-def _render(request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
-    """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
-    if request.htmx:
-        response = render(request, fragment, context)
-    else:
-        response = render(request, page, context, status=status)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-def _web_url(url: Any) -> str:
-    """Only http(s) links are rendered as links (entries and sources come from imported files)."""
-    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
-
-
 def _safe_next(request: HttpRequest, candidate: str, default: str) -> str:
     """Where to go back after a review: a local URL only."""
     if candidate and url_has_allowed_host_and_scheme(
@@ -90,24 +75,6 @@ def _safe_next(request: HttpRequest, candidate: str, default: str) -> str:
 
 
 # --- The queue ----------------------------------------------------------------------------------
-
-
-def _verifications(filters: dict[str, Any]) -> QuerySet[Verification]:
-    # The queue's query; a grounding selectors module would be its home (see the report).
-    queryset = Verification.objects.select_related("domain", "reviewer")
-    if filters["verdict"]:
-        queryset = queryset.filter(verdict=filters["verdict"])
-    if filters["domain"]:
-        queryset = queryset.filter(domain__name=filters["domain"])
-    if filters["status"]:
-        queryset = queryset.filter(review_status=filters["status"])
-    if filters["min_confidence"] is not None:
-        queryset = queryset.filter(confidence__gte=filters["min_confidence"])
-    if filters["max_confidence"] is not None:
-        queryset = queryset.filter(confidence__lte=filters["max_confidence"])
-    if filters["text"]:
-        queryset = queryset.filter(claim__icontains=filters["text"])
-    return queryset.order_by("-created_at", "-id")
 
 
 def _row(verification: Verification, *, next_url: str, error: str = "", form: Any = None) -> dict[str, Any]:
@@ -131,7 +98,7 @@ def verification_queue(request: HttpRequest) -> HttpResponse:
     form = ReviewFilterForm(request.GET)
     form.is_valid()
     filters = form.filters()
-    page = Paginator(_verifications(filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.verifications_filtered(filters), PAGE_SIZE).get_page(request.GET.get("page"))
     next_url = request.get_full_path()
     domains = list(KnowledgeDomain.objects.order_by("name").values_list("name", flat=True))
     if filters["domain"] and filters["domain"] not in domains:
@@ -145,20 +112,12 @@ def verification_queue(request: HttpRequest) -> HttpResponse:
         "verdicts": Verdict.choices,
         "queue_url": reverse("grounding:verification_queue"),
     }
-    return _render(
+    return render_page_or_fragment(
         request, "grounding/verifications.html", "grounding/partials/_verification_results.html", context
     )
 
 
 # --- One verification ------------------------------------------------------------------------------
-
-
-def _verification_get(verification_id: int) -> Verification | None:
-    return (
-        Verification.objects.select_related("domain", "reviewer", "message")
-        .filter(pk=verification_id)
-        .first()
-    )
 
 
 def _missing(request: HttpRequest, verification_id: int) -> HttpResponse:
@@ -172,7 +131,7 @@ def _missing(request: HttpRequest, verification_id: int) -> HttpResponse:
 def verification_detail(request: HttpRequest, verification_id: int) -> HttpResponse:
     """The claim beside its evidence: each source's excerpt and full entry, the contradiction signals,
     the correction, related entries, the review, and the message it came from."""
-    verification = _verification_get(verification_id)
+    verification = selectors.verification_find(verification_id)
     if verification is None:
         return _missing(request, verification_id)
     return render(request, "grounding/verification_detail.html", _detail_context(request, verification))
@@ -204,9 +163,9 @@ def _detail_context(
                 "excerpt": source.get("content_excerpt", ""),
                 "relevance": source.get("relevance"),
                 "source": source.get("source", ""),
-                "url": _web_url(source.get("url")),
+                "url": web_url(source.get("url")),
                 "entry": entry,
-                "entry_url": _web_url(entry.url) if entry else "",
+                "entry_url": web_url(entry.url) if entry else "",
             }
         )
     detail_url = reverse("grounding:verification_detail", args=[verification.pk])
@@ -234,7 +193,7 @@ def verification_review(request: HttpRequest, verification_id: int) -> HttpRespo
 
     HTMX: the updated row (or the row with the reason the review was refused). Otherwise: back to
     where the form was (303), or the verification's page with the reason (400)."""
-    verification = _verification_get(verification_id)
+    verification = selectors.verification_find(verification_id)
     if verification is None:
         return _missing(request, verification_id)
     queue_url = reverse("grounding:verification_queue")
@@ -256,7 +215,9 @@ def verification_review(request: HttpRequest, verification_id: int) -> HttpRespo
             error = failure.message
     else:
         error = form.first_error()
-    verification = _verification_get(verification_id) or verification  # as stored, with its relations
+    verification = (
+        selectors.verification_find(verification_id) or verification
+    )  # as stored, with its relations
     if request.htmx:
         context = _row(verification, next_url=next_url, error=error, form=form if error else None)
         response = render(request, "grounding/partials/_verification_row.html", context)

@@ -8,7 +8,6 @@ question through the service, linked to the old one.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -18,26 +17,10 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
 from apps.core.errors import ApplicationError
 from apps.wikidata import services
 from apps.wikidata.models import Fact, FactRun
-
-
-class ReadOnlyAdminMixin:
-    """View permission only: Django then renders every field read-only and offers no save."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-def _pretty_json(value: Any) -> str:
-    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
 
 
 class FactInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -132,15 +115,15 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Plan")
     def plan_json(self, run: FactRun) -> str:
-        return _pretty_json(run.plan)
+        return pretty_json(run.plan)
 
     @admin.display(description="Steps")
     def steps_json(self, run: FactRun) -> str:
-        return _pretty_json(run.steps)
+        return pretty_json(run.steps)
 
     @admin.display(description="Entities")
     def entities_json(self, run: FactRun) -> str:
-        return _pretty_json(run.entities)
+        return pretty_json(run.entities)
 
     @admin.display(description="Re-run of")
     def rerun_of_link(self, run: FactRun) -> str:
@@ -202,19 +185,19 @@ class FactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Value")
     def value_json(self, fact: Fact) -> str:
-        return _pretty_json(fact.value)
+        return pretty_json(fact.value)
 
     @admin.display(description="Qualifiers")
     def qualifiers_json(self, fact: Fact) -> str:
-        return _pretty_json(fact.qualifiers)
+        return pretty_json(fact.qualifiers)
 
     @admin.display(description="References")
     def references_json(self, fact: Fact) -> str:
-        return _pretty_json(fact.references)
+        return pretty_json(fact.references)
 
     @admin.display(description="SPARQL results")
     def sparql_results_json(self, fact: Fact) -> str:
-        return _pretty_json(fact.sparql_results)
+        return pretty_json(fact.sparql_results)
 
     @admin.display(description="Derived from")
     def derived_from_link(self, fact: Fact) -> str:

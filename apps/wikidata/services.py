@@ -62,6 +62,7 @@ from apps.wikidata.statements import (
     Snak,
     Statement,
     TimeValue,
+    snak_ids,
     usable_statements,
 )
 
@@ -520,16 +521,7 @@ def _main_ids(statements: Sequence[Statement]) -> set[str]:
     ids: set[str] = set()
     for statement in statements:
         ids.add(statement.entity_id)
-        ids.update(_snak_ids(statement.mainsnak))
-    return ids
-
-
-def _snak_ids(snak: Snak) -> list[str]:
-    ids = [snak.property_id]
-    if isinstance(snak.value, EntityIdValue):
-        ids.append(snak.value.id)
-    elif isinstance(snak.value, QuantityValue) and snak.value.unit_id:
-        ids.append(snak.value.unit_id)
+        ids.update(snak_ids(statement.mainsnak))
     return ids
 
 
@@ -626,10 +618,10 @@ def _enrich(run: FactRun, steps: _Steps, candidates: list[Candidate], deadline: 
     detail_ids: set[str] = set()
     for candidate in candidates:
         for snak in candidate.statement.qualifiers:
-            detail_ids.update(_snak_ids(snak))
+            detail_ids.update(snak_ids(snak))
         for reference in candidate.statement.references:
             for snak in reference.snaks:
-                detail_ids.update(_snak_ids(snak))
+                detail_ids.update(snak_ids(snak))
     known = {key for c in candidates for key in (c.statement.entity_id, c.statement.property_id)}
     wanted = detail_ids - known
     if wanted:

@@ -707,7 +707,8 @@ def best_statements(statements: Iterable[Statement]) -> list[Statement]:
     return best
 
 
-def _snak_ids(snak: Snak) -> list[str]:
+def snak_ids(snak: Snak) -> list[str]:
+    """The property of a snak and the entity it names (an item value, or a quantity's unit)."""
     ids = [snak.property_id]
     if isinstance(snak.value, EntityIdValue):
         ids.append(snak.value.id)
@@ -725,12 +726,12 @@ def ids_referenced(statements: Sequence[Statement] | Iterable[Statement]) -> lis
     """
     seen: dict[str, None] = {}
     for statement in statements:
-        found = [statement.entity_id, *_snak_ids(statement.mainsnak)]
+        found = [statement.entity_id, *snak_ids(statement.mainsnak)]
         for snak in statement.qualifiers:
-            found.extend(_snak_ids(snak))
+            found.extend(snak_ids(snak))
         for reference in statement.references:
             for snak in reference.snaks:
-                found.extend(_snak_ids(snak))
+                found.extend(snak_ids(snak))
         for entity_id in found:
             seen.setdefault(entity_id, None)
     return list(seen)

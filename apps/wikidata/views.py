@@ -17,32 +17,17 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from apps.core.errors import ApplicationError, NotFound, ValidationFailed
+from apps.core.pages import render_page_or_fragment, web_url
 from apps.wikidata import provenance, selectors, services
 from apps.wikidata.forms import FactQueryForm, FactSearchForm
 from apps.wikidata.models import Fact, FactRun
 
 QUERY_SERVICE_URL = "https://query.wikidata.org/#"
 REFERENCE_URL_PROPERTY = "P854"
-
-
-def _render(request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
-    """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
-    if request.htmx:
-        response = render(request, fragment, context)
-    else:
-        response = render(request, page, context, status=status)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-def _web_url(url: Any) -> str:
-    """Only http(s) links are rendered as links (stored values come from Wikidata's editors)."""
-    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
 
 
 # --- Asking, recent runs, stored facts -----------------------------------------------------
@@ -57,7 +42,9 @@ def fact_home(request: HttpRequest) -> HttpResponse:
         search_form.is_valid()
     if request.method != "POST":
         context = _home_context(request, FactQueryForm(), search_form)
-        return _render(request, "wikidata/facts.html", "wikidata/partials/_fact_results.html", context)
+        return render_page_or_fragment(
+            request, "wikidata/facts.html", "wikidata/partials/_fact_results.html", context
+        )
 
     form = FactQueryForm(request.POST)
     error = ""
@@ -82,7 +69,7 @@ def fact_home(request: HttpRequest) -> HttpResponse:
                 return HttpResponseClientRedirect(url)
             return HttpResponseRedirect(url, status=303)
     context = _home_context(request, form, search_form, error=error)
-    return _render(
+    return render_page_or_fragment(
         request, "wikidata/facts.html", "wikidata/partials/_query_form.html", context, status=status
     )
 
@@ -116,7 +103,7 @@ def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
         run = selectors.fact_run_get(run_id=run_id)
     except NotFound:
         return render(request, "wikidata/run_missing.html", {"run_id": run_id}, status=404)
-    return _render(
+    return render_page_or_fragment(
         request, "wikidata/run_detail.html", "wikidata/partials/_run_results.html", _run_context(run)
     )
 
@@ -177,7 +164,7 @@ def _snak(snak: dict[str, Any]) -> dict[str, Any]:
         "property": snak.get("property", ""),
         "label": snak.get("propertyLabel") or "",
         "text": snak.get("text") or (raw if isinstance(raw, str) else "") or snak.get("snaktype", ""),
-        "url": _web_url(raw) if is_url else "",
+        "url": web_url(raw) if is_url else "",
     }
 
 
@@ -193,7 +180,7 @@ def _sparql_table(results: Any) -> dict[str, Any] | None:
             term = row.get(variable) if isinstance(row, dict) else None
             value = str(term.get("value", "")) if isinstance(term, dict) else ""
             is_uri = isinstance(term, dict) and term.get("type") == "uri"
-            cells.append({"value": value, "url": _web_url(value) if is_uri else ""})
+            cells.append({"value": value, "url": web_url(value) if is_uri else ""})
         rows.append(cells)
     return {
         "vars": variables,
