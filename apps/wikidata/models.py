@@ -50,6 +50,9 @@ class FactRun(models.Model):
     entities = models.JSONField(
         default=list, help_text="The entities searched: [{id, label, score, source}]."
     )
+    knowledge = models.JSONField(
+        default=list, blank=True, help_text="Knowledge entries a degraded run answered with: [{entryId, …}]."
+    )
     correlation_id = models.CharField(max_length=64, blank=True)
     rerun_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"

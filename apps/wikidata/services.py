@@ -158,6 +158,15 @@ def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
     if run.status == FactRunStatus.FAILED:
         out["error"] = {"message": run.error, "type": run.error_type}
     out["results"] = [fact_result(fact=fact, base_url=base_url) for fact in run.facts.order_by("position")]
+    out["results"] += [
+        {
+            "text": item["content"],
+            "score": item["similarity"],
+            "metadata": {"knowledge": {k: item[k] for k in ("entryId", "domain", "topic", "source", "url")}},
+            "provenanceUrl": item["url"],
+        }
+        for item in run.knowledge
+    ]
     out["steps"] = run.steps
     out["durationMs"] = run.duration_ms
     return out
@@ -746,7 +755,8 @@ def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started:
         correlation_id=run.correlation_id,
     )
     with steps.step("local") as entry:
-        entry["detail"] = {"facts": local_facts_copy(run=run)}
+        run.knowledge = local_knowledge(question=run.question, top_k=run.top_k)
+        entry["detail"] = {"facts": local_facts_copy(run=run), "knowledge": len(run.knowledge)}
     fields = _error_fields(failure.error)
     return _finish(
         run,
@@ -757,6 +767,30 @@ def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started:
         error=failure.error.message,
         error_type=fields["errorType"],
     )
+
+
+# Below this cosine similarity a knowledge entry is not an answer to the question.
+KNOWLEDGE_MIN_SIMILARITY = 0.45
+
+
+def local_knowledge(*, question: str, top_k: int) -> list[dict[str, Any]]:
+    """Curated knowledge entries close to the question (the other local data a degraded run has)."""
+    from apps.knowledge.selectors import knowledge_search
+
+    hits = knowledge_search(query=question, limit=top_k)
+    return [
+        {
+            "entryId": hit.entry.entry_id,
+            "domain": hit.entry.domain.name,
+            "topic": hit.entry.topic,
+            "content": hit.entry.content,
+            "source": hit.entry.source,
+            "url": hit.entry.url,
+            "similarity": round(hit.similarity, 4),
+        }
+        for hit in hits
+        if hit.similarity >= KNOWLEDGE_MIN_SIMILARITY
+    ]
 
 
 def local_facts_copy(*, run: FactRun) -> int:

@@ -314,3 +314,26 @@ def test_keyword_phrases_start_with_names(question: str, first: str) -> None:
     phrases = services.keyword_phrases(question)
     assert phrases[0] == first
     assert phrases[-1] == " ".join(question.rstrip("?").split())
+
+
+def test_a_degraded_run_also_answers_from_curated_knowledge(q42: ReplayWikidata, settings) -> None:
+    from apps.knowledge.services import _validated, entries_import
+
+    entry = {
+        "id": "COMP-001",
+        "topic": "GDPR breach notification",
+        "source": "GDPR Art. 33",
+        "url": "https://gdpr-info.eu/art-33-gdpr/",
+        "content": "The controller must notify the supervisory authority of a personal data breach "
+        "within 72 hours.",
+    }
+    entries_import(
+        domain_name="compliance", pack=_validated([(entry, "$")], {}), source_name="gdpr", location="t"
+    )
+    settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = CLOSED_PORT_URL
+    run = _ask("How soon must a personal data breach be notified under the GDPR?")
+    assert run.degraded and run.knowledge[0]["entryId"] == "COMP-001"
+    assert _step(run, "local")["detail"] == {"facts": 0, "knowledge": 1}
+    result = services.fact_run_outcome(run=run)["results"][0]
+    assert result["metadata"]["knowledge"]["entryId"] == "COMP-001"
+    assert result["provenanceUrl"] == "https://gdpr-info.eu/art-33-gdpr/" and result["score"] >= 0.45
