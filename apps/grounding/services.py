@@ -168,23 +168,27 @@ def _clamp(value: float) -> float:
 def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:
     """The verdict for one claim (nothing stored)."""
     claim_vector = embed_text(text=claim)
-    routed = domain is None
-    domain = domain or domain_route(claim=claim, agents=agents)
-    hits = knowledge_selectors.knowledge_search(
-        query=claim, domain=domain, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
-    )
-    evidence = _evidence_sentences(claim, claim_vector, hits)
-    outcome = _verdict(claim, domain or (hits[0].entry.domain.name if hits else None), evidence)
-    if routed and outcome.verdict == Verdict.UNVERIFIED:
-        # Keywords can mislead ("HTTP" in a security claim): look in every domain before giving up.
-        everywhere = knowledge_selectors.knowledge_search(
-            query=claim, domain=None, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
+    if domain is not None:
+        hits = knowledge_selectors.knowledge_search(
+            query=claim, domain=domain, limit=EVIDENCE_ENTRIES, query_vector=claim_vector
         )
-        wider = _verdict(claim, everywhere[0].entry.domain.name if everywhere else None,
-                         _evidence_sentences(claim, claim_vector, everywhere))  # fmt: skip
-        if wider.verdict != Verdict.UNVERIFIED:
+        return _verdict(claim, domain, _evidence_sentences(claim, claim_vector, hits))
+    # One search of every domain: the routed domain's entries first, the rest when they settle nothing
+    # (keywords can mislead: "HTTP" in a security claim).
+    routed = domain_route(claim=claim, agents=agents)
+    everywhere = knowledge_selectors.knowledge_search(
+        query=claim, domain=None, limit=EVIDENCE_ENTRIES * 2, query_vector=claim_vector
+    )
+    in_routed = [hit for hit in everywhere if hit.entry.domain.name == routed][:EVIDENCE_ENTRIES]
+    outcome = _verdict(claim, routed, _evidence_sentences(claim, claim_vector, in_routed))
+    if outcome.verdict == Verdict.UNVERIFIED:
+        top = everywhere[:EVIDENCE_ENTRIES]
+        wider = _verdict(
+            claim, top[0].entry.domain.name if top else routed, _evidence_sentences(claim, claim_vector, top)
+        )
+        if wider.verdict != Verdict.UNVERIFIED or routed is None:
             outcome = wider
-    if domain is None and outcome.verdict == Verdict.UNVERIFIED and names_entity(claim):
+    if outcome.verdict == Verdict.UNVERIFIED and names_entity(claim):
         # Not the curated knowledge's subject: a claim about a named entity is checked on Wikidata.
         return _wikidata_judge(claim, claim_vector) or outcome
     return outcome
