@@ -126,6 +126,34 @@ def quantities(text: str) -> list[Quantity]:
     return found
 
 
+# "18 specified types of identifiers", "10 types": a whole number counting a noun (at most one word
+# between), not a year, a version or a number that names something (Article 33, RFC 8446).
+_COUNT_RE = re.compile(r"(?<![\w.$/-])(\d{1,6})(?:\s+[a-z]+)?\s+([a-z]{3,})\b", re.I)
+_NOT_COUNTED = frozenset(
+    {"and", "or", "to", "of", "the", "in", "on", "at", "by", "for", "with", "than", "is", "are"}
+)
+
+
+def counts(text: str) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for match in _COUNT_RE.finditer(text):
+        value, noun = int(match.group(1)), match.group(2).lower()
+        if (
+            1900 <= value <= 2100
+            or noun in _NOT_COUNTED
+            or noun in _UNITS
+            or _IDENTIFIER_PREFIX_RE.search(text[max(0, match.start() - 10) : match.start()])
+        ):
+            continue
+        found.setdefault(_stem(noun), set()).add(value)
+    return found
+
+
+_IDENTIFIER_PREFIX_RE = re.compile(
+    r"(art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§)\s?-?$", re.I
+)
+
+
 def identifiers(text: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for match in _IDENTIFIER_RE.finditer(text):
@@ -191,6 +219,12 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
                     "evidence": ", ".join(q.text for q in same_dimension),
                 }
             )
+    evidence_counts = counts(evidence)
+    for noun, values in counts(claim).items():
+        other = evidence_counts.get(noun)
+        if other and not values & other:
+            signals.append({"type": "quantity", "claim": f"{', '.join(map(str, sorted(values)))} {noun}",
+                            "evidence": f"{', '.join(map(str, sorted(other)))} {noun}"})  # fmt: skip
     claim_ids, evidence_ids = identifiers(claim), identifiers(evidence)
     for kind, values in claim_ids.items():
         other = evidence_ids.get(kind)
@@ -224,7 +258,9 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
 
 
 _CLAUSE_RE = re.compile(
-    r";|:|,\s*(?:and|but|while|whereas|so|which|although|though)\b|\s+(?:but|whereas|while)\s+", re.I
+    r"(?<=[.!?])\s+(?=[A-Z0-9])|;|:|,\s*(?:and|but|while|whereas|so|which|although|even though|though)\b"
+    r"|\s+(?:but|whereas|while|even though)\s+",
+    re.I,
 )
 _CONTENT_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]+")
 MIN_SHARED_WORDS = 2
@@ -305,6 +341,11 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+def _overlap(mine: set[str], theirs: set[str]) -> float:
+    """Shared content words; words with digits (MD5, SHA-1, 8446) name something and count double."""
+    return sum(2 if any(ch.isdigit() for ch in word) else 1 for word in mine & theirs)
+
+
 def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
     """Each claim clause with the evidence clause that shares most of its content words (at least
     two), best aligned first."""
@@ -312,7 +353,7 @@ def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
     pairs: list[tuple[int, str, str]] = []
     for clause in (c.strip() for c in _CLAUSE_RE.split(claim) if c and c.strip()):
         words = _content_words(clause)
-        scored = [(len(words & _content_words(other)), other) for other in evidence_clauses]
+        scored = [(_overlap(words, _content_words(other)), other) for other in evidence_clauses]
         shared, best = max(scored, default=(0, ""), key=lambda item: item[0])
         if shared >= MIN_SHARED_WORDS and shared >= MIN_SHARED_SHARE * len(words):
             pairs.append((shared, clause, best))

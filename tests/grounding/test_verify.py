@@ -64,6 +64,16 @@ def pack(settings) -> None:
         ("Binary search is O(n).", "Binary search is O(log n).", "complexity"),
         ("TLS 1.3 is defined in RFC 5246.", "TLS 1.3 is defined in RFC 8446.", "identifier"),
         ("Controllers may notify the authority.", "Controllers must notify the authority.", "modal"),
+        (
+            "Only 10 types of identifiers are removed.",
+            "Safe Harbor removes 18 specified types of identifiers.",
+            "quantity",
+        ),
+        (
+            "Quicksort is O(n log n) in the worst case.",
+            "Quicksort is O(n log n) on average but O(n^2) in the worst case.",
+            "complexity",
+        ),
     ],
 )
 def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: str) -> None:
@@ -76,6 +86,11 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
         ("Breaches must be reported to the supervisory authority within three days.", GDPR_33),
         ("Controllers have 72 hours to notify the authority of a breach.", GDPR_33),
         ("Never store passwords with MD5.", "Passwords must never be stored with MD5."),
+        (
+            "Quicksort degrades to O(n^2) in its worst case, even though it averages O(n log n).",
+            "Quicksort is O(n log n) on average but O(n^2) in the worst case.",
+        ),
+        ("Access control is first.", "Access control is first. Users cannot act outside their permissions."),
     ],
 )
 def test_agreement_in_other_words_is_not_a_contradiction(claim: str, evidence: str) -> None:
