@@ -220,11 +220,11 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
                 }
             )
     evidence_counts = counts(evidence)
-    for noun, values in counts(claim).items():
-        other = evidence_counts.get(noun)
-        if other and not values & other:
-            signals.append({"type": "quantity", "claim": f"{', '.join(map(str, sorted(values)))} {noun}",
-                            "evidence": f"{', '.join(map(str, sorted(other)))} {noun}"})  # fmt: skip
+    for noun, numbers in counts(claim).items():
+        stated = evidence_counts.get(noun)
+        if stated and not numbers & stated:
+            signals.append({"type": "quantity", "claim": f"{', '.join(map(str, sorted(numbers)))} {noun}",
+                            "evidence": f"{', '.join(map(str, sorted(stated)))} {noun}"})  # fmt: skip
     claim_ids, evidence_ids = identifiers(claim), identifiers(evidence)
     for kind, values in claim_ids.items():
         other = evidence_ids.get(kind)
@@ -350,11 +350,11 @@ def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
     """Each claim clause with the evidence clause that shares most of its content words (at least
     two), best aligned first."""
     evidence_clauses = [c.strip() for c in _CLAUSE_RE.split(evidence) if c and c.strip()]
-    pairs: list[tuple[int, str, str]] = []
+    pairs: list[tuple[float, str, str]] = []
     for clause in (c.strip() for c in _CLAUSE_RE.split(claim) if c and c.strip()):
         words = _content_words(clause)
         scored = [(_overlap(words, _content_words(other)), other) for other in evidence_clauses]
-        shared, best = max(scored, default=(0, ""), key=lambda item: item[0])
+        shared, best = max(scored, default=(0.0, ""), key=lambda item: item[0])
         if shared >= MIN_SHARED_WORDS and shared >= MIN_SHARED_SHARE * len(words):
             pairs.append((shared, clause, best))
     return [(clause, other) for _, clause, other in sorted(pairs, key=lambda item: -item[0])]
