@@ -13,6 +13,7 @@ from django import forms
 from pydantic import ValidationError as PydanticValidationError
 
 from apps.arxiv.schemas import SearchIn
+from apps.core.forms import schema_errors_add
 
 SORT_CHOICES = [
     ("submittedDate", "Newest submitted"),
@@ -83,8 +84,5 @@ class LiveSearchForm(forms.Form):
                 dateTo=cleaned.get("date_to"),
             )
         except PydanticValidationError as error:
-            for problem in error.errors():
-                location = str(problem["loc"][0]) if problem["loc"] else ""
-                message = str(problem["msg"]).removeprefix("Value error, ")
-                self.add_error(_FIELD_OF.get(location), message)  # unknown → a form-wide error
+            schema_errors_add(self, error, _FIELD_OF)
         return cleaned

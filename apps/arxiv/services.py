@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import random
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -31,10 +30,11 @@ from apps.arxiv.models import Paper, PaperVersion, RunKind, RunStatus, SearchRun
 from apps.arxiv.parsing import ArxivEntry, ArxivPage
 from apps.arxiv.query import build_id_params, build_search_params, normalize_id_list
 from apps.arxiv.schemas import SearchIn
-from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError
+from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError, error_type
+from apps.core.http import full_jitter_delay
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
-from apps.core.services import event_emit
+from apps.core.services import event_emit, row_wait
 from apps.core.signing import canonical_json
 
 logger = get_logger(__name__)
@@ -145,11 +145,12 @@ def lookup_submit(*, ids: list[str]) -> SearchRun:
 
 def search_run_wait(*, run: SearchRun, timeout: float) -> SearchRun:
     """The run once finished, or as it stands when ``timeout`` seconds have passed."""
-    give_up_at = time.monotonic() + timeout
-    while run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and time.monotonic() < give_up_at:
-        time.sleep(0.05)
-        run.refresh_from_db()
-    return run
+    return row_wait(
+        row=run,
+        pending=lambda row: row.status in (RunStatus.QUEUED, RunStatus.RUNNING),
+        timeout=timeout,
+        interval=0.05,
+    )
 
 
 def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
@@ -187,9 +188,13 @@ def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
 
 
 def backoff_delay(*, attempt: int, retry_after: float | None) -> float:
-    """Full jitter: uniform in [0, min(max, base * 2**attempt)], never before ``Retry-After``."""
-    ceiling = min(settings.ARXIV_BACKOFF_MAX_SECONDS, settings.ARXIV_BACKOFF_BASE_SECONDS * 2**attempt)
-    return max(random.uniform(0, ceiling), retry_after or 0.0)  # noqa: S311 - jitter, not secrecy
+    """arXiv's backoff: full jitter under ``ARXIV_BACKOFF_MAX_SECONDS``, never before ``Retry-After``."""
+    return full_jitter_delay(
+        attempt=attempt,
+        base=settings.ARXIV_BACKOFF_BASE_SECONDS,
+        cap=settings.ARXIV_BACKOFF_MAX_SECONDS,
+        retry_after=retry_after,
+    )
 
 
 class _Progress:
@@ -325,20 +330,20 @@ def _finish_rate_limited(
 
 
 def _finish_failed(run: SearchRun, error: UpstreamError, started: float, progress: _Progress) -> SearchRun:
-    error_type = str(error.details.get("reason") or ("retryable" if error.retryable else "terminal"))
+    failure_type = error_type(error)
     _finish(
         run,
         started,
         progress,
         status=RunStatus.FAILED,
         error=error.message,
-        error_type=error_type,
+        error_type=failure_type,
         retryable=error.retryable,
     )
     arxiv_metrics.tool_calls_total.labels(outcome="failed").inc()
-    arxiv_metrics.errors_total.labels(type=error_type).inc()
+    arxiv_metrics.errors_total.labels(type=failure_type).inc()
     event_emit(
-        name="arxiv.tool.failed", payload=_event_payload(run, error=error.message, errorType=error_type)
+        name="arxiv.tool.failed", payload=_event_payload(run, error=error.message, errorType=failure_type)
     )
     logger.warning("arxiv.run_failed", run_id=str(run.pk), error=error.message, attempts=run.attempts)
     return run

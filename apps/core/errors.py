@@ -125,6 +125,13 @@ class UpstreamError(ApplicationError):
         self.retry_after = retry_after
 
 
+def error_type(error: ApplicationError) -> str:
+    """How a failure is filed on runs and in metrics: the upstream's ``reason`` (timeout, connection,
+    configuration …) when it gave one, else ``retryable`` or ``terminal``."""
+    reason = error.details.get("reason") if isinstance(error.details, dict) else None
+    return str(reason or ("retryable" if getattr(error, "retryable", False) else "terminal"))
+
+
 class ServiceUnavailable(ApplicationError):
     status_code = 503
     code = "service_unavailable"

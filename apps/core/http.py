@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 import ssl
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -95,6 +96,15 @@ def build_mcp_async_client(
         follow_redirects=False,
         event_hooks=event_hooks or {},
     )
+
+
+def full_jitter_delay(
+    *, attempt: int, base: float, cap: float = math.inf, retry_after: float | None
+) -> float:
+    """Backoff with full jitter (uniform in [0, min(cap, base * 2**attempt)]), never before the
+    upstream's ``Retry-After``."""
+    ceiling = min(cap, base * 2**attempt)
+    return max(random.uniform(0, ceiling), retry_after or 0.0)  # noqa: S311 - jitter, not secrecy
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

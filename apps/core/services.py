@@ -6,13 +6,14 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from apps.core.errors import AuthenticationRequired, NotFound, ValidationFailed
@@ -158,3 +159,16 @@ def superuser_ensure(*, username: str, password: str, password_file: Path) -> st
     with os.fdopen(fd, "w") as handle:
         handle.write(f"username: {username}\npassword: {generated}\n")
     return f"Admin login: '{username}'; a generated password was written to {password_file} (mode 600)."
+
+
+RowT = TypeVar("RowT", bound=models.Model)
+
+
+def row_wait(*, row: RowT, pending: Callable[[RowT], bool], timeout: float, interval: float = 0.02) -> RowT:
+    """``row`` re-read from the database until it is no longer ``pending`` or ``timeout`` seconds pass
+    (the APIs' bounded wait for a run a worker executes)."""
+    give_up_at = time.monotonic() + timeout
+    while pending(row) and time.monotonic() < give_up_at:
+        time.sleep(interval)
+        row.refresh_from_db()
+    return row

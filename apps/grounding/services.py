@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,11 +180,17 @@ def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAge
         query=claim, domain=None, limit=EVIDENCE_ENTRIES * 2, query_vector=claim_vector
     )
     in_routed = [hit for hit in everywhere if hit.entry.domain.name == routed][:EVIDENCE_ENTRIES]
-    outcome = _verdict(claim, routed, _evidence_sentences(claim, claim_vector, in_routed))
+    known = {e.hit.entry.pk: e for e in _evidence_sentences(claim, claim_vector, in_routed)}
+    outcome = _verdict(claim, routed, _evidence_order(known.values()))
     if outcome.verdict == Verdict.UNVERIFIED:
         top = everywhere[:EVIDENCE_ENTRIES]
+        # Only the entries not judged already are compared with the claim.
+        fresh = [hit for hit in top if hit.entry.pk not in known]
+        known.update((e.hit.entry.pk, e) for e in _evidence_sentences(claim, claim_vector, fresh))
         wider = _verdict(
-            claim, top[0].entry.domain.name if top else routed, _evidence_sentences(claim, claim_vector, top)
+            claim,
+            top[0].entry.domain.name if top else routed,
+            _evidence_order(known[hit.entry.pk] for hit in top),
         )
         if wider.verdict != Verdict.UNVERIFIED or routed is None:
             outcome = wider
@@ -265,11 +271,15 @@ def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[Sea
     evidence = [
         Evidence(by_pk[pk], sentence, max(sim, by_pk[pk].similarity)) for pk, (sim, sentence) in best.items()
     ]
-    ordered = sorted(evidence, key=lambda e: (-e.similarity, e.hit.entry.entry_id))
-    for item in ordered:
+    for item in evidence:
         # The whole entry, not only its closest sentence: the number that disagrees may sit in the next one.
         item.signals = contradiction_signals(claim, item.hit.entry.content)
-    return ordered
+    return _evidence_order(evidence)
+
+
+def _evidence_order(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """Most similar first (ties by entry id, so verdicts are deterministic)."""
+    return sorted(evidence, key=lambda e: (-e.similarity, e.hit.entry.entry_id))
 
 
 def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcome:

@@ -8,7 +8,6 @@ past the caller's deadline.
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -16,6 +15,7 @@ from typing import TypeVar
 from django.conf import settings
 
 from apps.core.errors import RateLimited, UpstreamError
+from apps.core.http import full_jitter_delay
 from apps.core.logging import get_logger
 from apps.core.ratelimit import ConnectionLock, RateLimiter
 from apps.wikidata import action_api, sparql, vectordb
@@ -84,12 +84,6 @@ def sparql_client(*, deadline: float | None = None) -> SparqlClient:
     return SparqlClient(gate=lambda: _gate(sparql.UPSTREAM, deadline))
 
 
-def retry_delay(*, attempt: int, retry_after: float | None) -> float:
-    """Full jitter up to ``base * 2**attempt``, never before what the upstream asked for."""
-    ceiling = settings.WIKIDATA_BACKOFF_BASE_SECONDS * 2**attempt
-    return max(random.uniform(0, ceiling), retry_after or 0.0)  # noqa: S311 - jitter, not secrecy
-
-
 def with_retries(call: Callable[[], T], *, what: str, deadline: float | None = None) -> T:
     """``call()``, retried on retryable ``UpstreamError`` at most ``WIKIDATA_MAX_RETRIES`` times.
 
@@ -106,7 +100,9 @@ def with_retries(call: Callable[[], T], *, what: str, deadline: float | None = N
         except UpstreamError as error:
             if not error.retryable or attempt >= settings.WIKIDATA_MAX_RETRIES:
                 raise
-            delay = retry_delay(attempt=attempt, retry_after=error.retry_after)
+            delay = full_jitter_delay(
+                attempt=attempt, base=settings.WIKIDATA_BACKOFF_BASE_SECONDS, retry_after=error.retry_after
+            )
             too_late = deadline is not None and time.monotonic() + delay > deadline
             if too_late or delay > settings.WIKIDATA_MAX_RETRY_WAIT_SECONDS:
                 raise

@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from pydantic import ValidationError as PydanticValidationError
 
+from apps.core.forms import schema_errors_add
 from apps.wikidata.schemas import FactQueryIn
 
 SCOPE_CHOICES = [("facts", "Facts about items"), ("properties", "Properties")]
@@ -45,10 +46,7 @@ class FactQueryForm(forms.Form):
                 includeSparql=cleaned.get("include_sparql", False),
             )
         except PydanticValidationError as error:
-            for problem in error.errors():
-                location = str(problem["loc"][0]) if problem["loc"] else ""
-                message = str(problem["msg"]).removeprefix("Value error, ")
-                self.add_error(_FIELD_OF.get(location), message)  # unknown → a form-wide error
+            schema_errors_add(self, error, _FIELD_OF)
         return cleaned
 
 

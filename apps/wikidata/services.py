@@ -44,10 +44,10 @@ from pgvector.django import CosineDistance
 from redis.exceptions import RedisError
 
 from apps.connectors.planner import plan_create
-from apps.core.errors import ApplicationError, RateLimited, UpstreamError
+from apps.core.errors import ApplicationError, RateLimited, UpstreamError, error_type
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.redis import get_redis
-from apps.core.services import event_emit
+from apps.core.services import event_emit, row_wait
 from apps.core.tracing import get_tracer
 from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.wikidata import clients
@@ -131,11 +131,7 @@ def fact_run_rerun(*, run: FactRun) -> FactRun:
 
 def fact_run_wait(*, run: FactRun, timeout: float) -> FactRun:
     """The run once finished, or as it stands when ``timeout`` seconds have passed."""
-    give_up_at = time.monotonic() + timeout
-    while run.pending and time.monotonic() < give_up_at:
-        time.sleep(0.02)
-        run.refresh_from_db()
-    return run
+    return row_wait(row=run, pending=lambda row: row.pending, timeout=timeout)
 
 
 def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
@@ -267,12 +263,10 @@ class _Steps:
 def _error_fields(error: ApplicationError) -> dict[str, Any]:
     if isinstance(error, RateLimited):
         return {"error": error.message, "errorType": "rate_limited", "retryable": True}
-    retryable = bool(getattr(error, "retryable", False))
-    reason = error.details.get("reason") if isinstance(error.details, dict) else None
     return {
         "error": error.message,
-        "errorType": str(reason or ("retryable" if retryable else "terminal")),
-        "retryable": retryable,
+        "errorType": error_type(error),
+        "retryable": bool(getattr(error, "retryable", False)),
         "upstream": error.details.get("upstream") if isinstance(error.details, dict) else None,
     }
 
