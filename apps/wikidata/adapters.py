@@ -40,7 +40,7 @@ from apps.core.logging import get_logger
 from apps.wikidata import action_api, clients, vectordb
 from apps.wikidata import sparql as wdqs
 from apps.wikidata.action_api import EntitiesResult
-from apps.wikidata.statements import EntityIdValue, Statement
+from apps.wikidata.statements import EntityIdValue, Statement, snak_ids
 
 logger = get_logger(__name__)
 
@@ -332,12 +332,11 @@ def vector_search_properties(tool: RemoteTool, arguments: dict[str, Any]) -> dic
 
 
 def _statement_ids(statement: Statement) -> list[str]:
-    """The ids a reader needs labels for: subject, property, value, qualifiers (not references: bounded)."""
-    ids = [statement.entity_id, statement.property_id]
+    """The ids a reader needs labels for: subject, and each main and qualifier snak's property and entity
+    value or unit (not references: bounded)."""
+    ids = [statement.entity_id]
     for snak in (statement.mainsnak, *statement.qualifiers):
-        ids.append(snak.property_id)
-        if isinstance(snak.value, EntityIdValue):
-            ids.append(snak.value.id)
+        ids.extend(snak_ids(snak))
     return ids
 
 
