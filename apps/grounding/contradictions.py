@@ -54,10 +54,29 @@ _QUANTITY_RE = re.compile(
 _IDENTIFIER_RE = re.compile(
     r"\b(art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§|a)\s?-?(\d+(?:\.\d+)?)\b", re.I
 )
+# What the evidence says is obsolete: "RFC 9113 … obsoletes RFC 7540", "deprecates TLS 1.0 and TLS 1.1",
+# "RFC 2616 was replaced by …".
+_NAMED = r"(?:art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§)\s?-?\d+(?:\.\d+)?"
+_NAMED_LIST = rf"{_NAMED}(?:(?:\s*,\s*|\s+(?:and|or)\s+){_NAMED})*"
+_SUPERSEDED_RE = re.compile(
+    rf"\b(?:obsoletes|supersedes|replaces|deprecates)\s+(?:the\s+)?({_NAMED_LIST})"
+    rf"|\b({_NAMED_LIST})\s+(?:is|are|was|were|has been|have been)\s+(?:now\s+)?"
+    r"(?:obsoleted|superseded|replaced|deprecated)\b",
+    re.I,
+)
+# A claim with these words already speaks of the old version as old.
+_AWARE_OF_SUPERSESSION_RE = re.compile(
+    r"\b(obsolete\w*|supersed\w*|replac\w*|deprecat\w*|former\w*|original\w*|previous\w*|older|earlier|"
+    r"anymore|any longer|no longer|until|before)\b",
+    re.I,
+)
+# "an opinion, not a certification", "is not a standard": the evidence denies a category by name.
+_DENIED_CATEGORY_RE = re.compile(r"\bnot\s+(?:a|an)\s+([a-z][\w-]{2,})", re.I)
 _COMPLEXITY_RE = re.compile(r"\b[OΩΘ]\(\s*([^)]*?)\s*\)")
+# "no" is not negation inside a name ("no-store", "no-cache").
 _NEGATION_RE = re.compile(
     r"\b(not|never|no longer|cannot|can't|don't|doesn't|isn't|aren't|wasn't|won't|mustn't|shouldn't|"
-    r"neither|nor|prohibit(?:s|ed)?|forbid(?:s|den)?|no)\b",
+    r"neither|nor|prohibit(?:s|ed)?|forbid(?:s|den)?|no)(?![\w-])",
     re.I,
 )
 # Phrases with a negative word that bound a quantity or add emphasis rather than negate the statement.
@@ -206,55 +225,81 @@ def _has(term: str, text: str) -> bool:
 
 
 def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
-    """How ``claim`` disagrees with one evidence sentence (empty when nothing explicit does)."""
+    """How ``claim`` disagrees with one evidence text (empty when nothing explicit does)."""
+    claim_ids, evidence_ids = identifiers(claim), identifiers(evidence)
+    signals = [
+        *_quantity_clashes(claim, evidence),
+        *_identifier_clashes(claim_ids, evidence_ids),
+        *_complexity_clashes(claim, evidence),
+    ]
+    superseded = _superseded(claim, evidence, claim_ids, evidence_ids)
+    if superseded:
+        signals.append(superseded)
+    # Disagreements in words overlap (an opposite term is often a negation too): the first found says it.
+    for check in (_denied_category, _permission_clash, _opposite_terms, _clause_polarity_flip):
+        found = check(claim, evidence)
+        if found:
+            signals.append(found)
+            break
+    return signals
+
+
+def _quantity_clashes(claim: str, evidence: str) -> list[Signal]:
     signals: list[Signal] = []
-    claim_quantities, evidence_quantities = quantities(claim), quantities(evidence)
-    for quantity in claim_quantities:
+    evidence_quantities = quantities(evidence)
+    for quantity in quantities(claim):
         same_dimension = [q for q in evidence_quantities if q.dimension == quantity.dimension]
         if same_dimension and all(abs(q.value - quantity.value) > 1e-6 for q in same_dimension):
-            signals.append(
-                {
-                    "type": "quantity",
-                    "claim": quantity.text,
-                    "evidence": ", ".join(q.text for q in same_dimension),
-                }
-            )
+            signals.append({"type": "quantity", "claim": quantity.text,
+                            "evidence": ", ".join(q.text for q in same_dimension)})  # fmt: skip
     evidence_counts = counts(evidence)
     for noun, numbers in counts(claim).items():
         stated = evidence_counts.get(noun)
         if stated and not numbers & stated:
             signals.append({"type": "quantity", "claim": f"{', '.join(map(str, sorted(numbers)))} {noun}",
                             "evidence": f"{', '.join(map(str, sorted(stated)))} {noun}"})  # fmt: skip
-    claim_ids, evidence_ids = identifiers(claim), identifiers(evidence)
+    return signals
+
+
+def _identifier_clashes(claim_ids: dict[str, set[str]], evidence_ids: dict[str, set[str]]) -> list[Signal]:
+    signals: list[Signal] = []
     for kind, values in claim_ids.items():
         other = evidence_ids.get(kind)
         if other and not values & other:
             signals.append({"type": "identifier", "claim": f"{kind} {', '.join(sorted(values))}",
                             "evidence": f"{kind} {', '.join(sorted(other))}"})  # fmt: skip
-    claim_big_o, evidence_big_o = complexities(claim), complexities(evidence)
+    return signals
+
+
+def _complexity_clashes(claim: str, evidence: str) -> list[Signal]:
     qualified = _qualified_complexity_clash(claim, evidence)
     if qualified:
-        signals.append(qualified)
-    elif claim_big_o and evidence_big_o and not claim_big_o & evidence_big_o:
-        signals.append({"type": "complexity", "claim": ", ".join(f"O({c})" for c in sorted(claim_big_o)),
-                        "evidence": ", ".join(f"O({c})" for c in sorted(evidence_big_o))})  # fmt: skip
-    opposite = _opposite_terms(claim, evidence)
-    if opposite:
-        signals.append(opposite)
-        return signals
-    # Polarity and modality are compared clause by clause: a claim clause against the evidence
-    # clause sharing most of its words, so a "not" elsewhere in a long sentence does not count.
+        return [qualified]
+    claim_big_o, evidence_big_o = complexities(claim), complexities(evidence)
+    if claim_big_o and evidence_big_o and not claim_big_o & evidence_big_o:
+        return [{"type": "complexity", "claim": ", ".join(f"O({c})" for c in sorted(claim_big_o)),
+                 "evidence": ", ".join(f"O({c})" for c in sorted(evidence_big_o))}]  # fmt: skip
+    return []
+
+
+def _clause_polarity_flip(claim: str, evidence: str) -> Signal | None:
+    """Polarity and modality compared clause by clause: a claim clause against the evidence clause sharing
+    most of its words, so a "not" elsewhere in a long sentence does not count."""
     for claim_clause, evidence_clause in aligned_clauses(claim, evidence):
-        if negated(claim_clause) != negated(evidence_clause):
-            signals.append(
-                {"type": "negation", "claim": _negation(claim_clause), "evidence": _negation(evidence_clause)}
-            )
-            break
+        if not _same_names(claim_clause, evidence_clause):
+            continue
+        if negated(claim_clause) != negated(evidence_clause) and not _negates_alike(
+            claim_clause, evidence_clause, claim, evidence
+        ):
+            return {
+                "type": "negation",
+                "claim": _negation(claim_clause),
+                "evidence": _negation(evidence_clause),
+            }
         modal = _modal_flip(claim_clause, evidence_clause)
         if modal:
-            signals.append(modal)
-            break
-    return signals
+            return modal
+    return None
 
 
 _CLAUSE_RE = re.compile(
@@ -364,9 +409,70 @@ def _negation(text: str) -> str:
     return _first(_NEGATION_RE, _NOT_NEGATIONS_RE.sub(" ", text)) or "(affirmative)"
 
 
+#: How many content words after a negation it is taken to negate ("must not negotiate these versions").
+NEGATION_SCOPE_WORDS = 3
+_SCOPE_END_RE = re.compile(r"[,;:.!?()]")
+
+
+def negated_words(text: str) -> set[str]:
+    """The content words each negation in ``text`` applies to: the next few, up to the clause's end
+    ("no comparison-based sort can" → compar, bas, sort)."""
+    text = _NOT_NEGATIONS_RE.sub(" ", text)
+    scope: set[str] = set()
+    for match in _NEGATION_RE.finditer(text):
+        rest = text[match.end() :]
+        end = _SCOPE_END_RE.search(rest)
+        words = [
+            _stem(part)
+            for word in _CONTENT_WORD_RE.findall((rest[: end.start()] if end else rest).lower())
+            for part in word.split("-")
+            if len(part) > 2 and part not in _FUNCTION_WORDS
+        ]
+        scope.update(words[:NEGATION_SCOPE_WORDS])
+    return scope
+
+
+def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence: str) -> bool:
+    """Whether the side whose aligned clause is negated negates the same thing on the other side too:
+    "servers must not negotiate TLS 1.0" agrees with "…deprecates TLS 1.0: implementations MUST NOT
+    negotiate these versions", though the clause that shares most words is affirmative."""
+    return bool(negated_words(claim_clause) & negated_words(evidence)) or bool(
+        negated_words(evidence_clause) & negated_words(claim)
+    )
+
+
 def _first(pattern: re.Pattern[str], text: str) -> str:
     match = pattern.search(text)
     return match.group(0) if match else ""
+
+
+def _superseded(
+    claim: str, evidence: str, claim_ids: dict[str, set[str]], evidence_ids: dict[str, set[str]]
+) -> Signal | None:
+    """The claim presents as current an identifier the evidence says was obsoleted, without naming
+    what replaced it ("HTTP/2 is RFC 7540" against "RFC 9113 … obsoletes RFC 7540")."""
+    if negated(claim) or _AWARE_OF_SUPERSESSION_RE.search(claim):
+        return None
+    for match in _SUPERSEDED_RE.finditer(evidence):
+        for kind, old in identifiers(match.group(1) or match.group(2)).items():
+            cited_old = claim_ids.get(kind, set()) & old
+            replacements = evidence_ids.get(kind, set()) - old
+            if cited_old and not claim_ids[kind] & replacements:
+                return {"type": "superseded", "claim": f"{kind} {', '.join(sorted(cited_old))}",
+                        "evidence": match.group(0)}  # fmt: skip
+    return None
+
+
+def _denied_category(claim: str, evidence: str) -> Signal | None:
+    """The claim says something *is a* X where the evidence says it is *not a* X."""
+    for match in _DENIED_CATEGORY_RE.finditer(evidence):
+        category = match.group(1)
+        asserted = re.search(
+            rf"\b(?:is|are|was|were)\s+(?:an?\s+)?(?:[\w-]+\s+)?{re.escape(category)}\b", claim, re.I
+        )
+        if asserted and not re.search(rf"\bnot\s+(?:an?\s+)?{re.escape(category)}\b", claim, re.I):
+            return {"type": "negation", "claim": asserted.group(0), "evidence": match.group(0)}
+    return None
 
 
 def _mentions(term: str, text: str, containing: str) -> bool:
@@ -384,6 +490,62 @@ def _opposite_terms(claim: str, evidence: str) -> Signal | None:
             return {"type": "opposite", "claim": left, "evidence": right}
         if claim_right and not claim_left and evidence_left and not evidence_right:
             return {"type": "opposite", "claim": right, "evidence": left}
+    return None
+
+
+# An action allowed or forbidden: the cue ends right before the verb ("may still store", "allows servers to
+# negotiate", "MUST NOT store", "cannot be read").
+_PERMITS_RE = re.compile(
+    r"\b(?:may|can)(?!\s+(?:not|never)\b)(?:\s+(?:still|also|safely))?(?:\s+be)?\s+"
+    r"|\b(?:is|are)\s+(?:still\s+)?(?:allowed|permitted|free)\s+to\s+(?:be\s+)?"
+    r"|\ballows?\s+(?:\w+\s+){0,2}?to\s+(?:be\s+)?",
+    re.I,
+)
+_FORBIDS_RE = re.compile(
+    r"\b(?:must|shall|should|may)\s+(?:not|never)\s+(?:be\s+)?|\b(?:mustn't|shouldn't|cannot|can't)\s+(?:be\s+)?"
+    r"|\b(?:is|are)\s+(?:not\s+allowed|prohibited|forbidden)\s+to\s+(?:be\s+)?",
+    re.I,
+)
+_VERB_RE = re.compile(r"[a-z][a-z-]+", re.I)
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+# Names: words with a digit, an underscore or a capital inside (MD5, SHA-1, 8996, select_related, PBKDF2).
+_NAME_TOKEN_RE = re.compile(r"\b\w*(?:\d|_|[a-z][A-Z])[\w.-]*", re.U)
+
+
+def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:
+    """(cue and verb, verb stem, sentence) for each action the pattern's cue governs."""
+    found = []
+    for sentence in _SENTENCE_END_RE.split(text):
+        for match in pattern.finditer(sentence):
+            verb = _VERB_RE.match(sentence, match.end())
+            if verb:
+                found.append((match.group(0) + verb.group(0), _stem(verb.group(0).lower()), sentence))
+    return found
+
+
+def _names(text: str) -> set[str]:
+    return {token.lower().rstrip(".") for token in _NAME_TOKEN_RE.findall(text)}
+
+
+def _same_names(text: str, other: str) -> bool:
+    """Whether two passages can be about the same things: they share a name, or one names nothing."""
+    names, their_names = _names(text), _names(other)
+    return not names or not their_names or bool(names & their_names)
+
+
+def _permission_clash(claim: str, evidence: str) -> Signal | None:
+    """The claim allows an action the evidence forbids on the same things, or the reverse: "a cache may
+    still store a response marked no-store" against "no-store means a cache MUST NOT store the response"."""
+    for allowed, forbidden in ((_PERMITS_RE, _FORBIDS_RE), (_FORBIDS_RE, _PERMITS_RE)):
+        for claim_cue, verb, claim_sentence in _actions(allowed, claim):
+            for evidence_cue, other, sentence in _actions(forbidden, evidence):
+                if verb != other:
+                    continue
+                # About the same things: more shared than the verb, and no other names in their place
+                # ("may use Argon2id" does not clash with "MD5 must not be used").
+                shared = _overlap(_content_words(claim_sentence), _content_words(sentence)) - 1
+                if shared >= 1 and _same_names(claim_sentence, sentence):
+                    return {"type": "modal", "claim": claim_cue, "evidence": evidence_cue}
     return None
 
 

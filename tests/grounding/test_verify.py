@@ -59,7 +59,27 @@ def pack(settings) -> None:
     ("claim", "evidence", "kind"),
     [
         ("Breaches must be reported within 48 hours.", GDPR_33, "quantity"),
-        ("Passwords may be stored with MD5.", "Passwords must never be stored with MD5.", "negation"),
+        ("Passwords may be stored with MD5.", "Passwords must never be stored with MD5.", "modal"),
+        (
+            "bcrypt hashes every byte of a password.",
+            "bcrypt does not hash every byte of a password.",
+            "negation",
+        ),
+        (
+            "RFC 8996 still allows servers to negotiate TLS 1.1.",
+            "Under RFC 8996, implementations MUST NOT negotiate TLS 1.0 or TLS 1.1.",
+            "modal",
+        ),
+        (
+            "HTTP/2 is currently specified by RFC 7540.",
+            "HTTP/2 is specified in RFC 9113, which obsoletes RFC 7540.",
+            "superseded",
+        ),
+        (
+            "A SOC 2 report is a certification issued by the AICPA.",
+            "A SOC 2 report is an attestation report; it contains an opinion, not a certification.",
+            "negation",
+        ),
         ("POST is idempotent.", "POST is not idempotent.", "opposite"),
         ("Binary search is O(n).", "Binary search is O(log n).", "complexity"),
         ("TLS 1.3 is defined in RFC 5246.", "TLS 1.3 is defined in RFC 8446.", "identifier"),
@@ -91,6 +111,13 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
             "Quicksort is O(n log n) on average but O(n^2) in the worst case.",
         ),
         ("Access control is first.", "Access control is first. Users cannot act outside their permissions."),
+        # The evidence negates the same thing in another clause.
+        (
+            "Servers must not negotiate TLS 1.0 anymore.",
+            "RFC 8996 deprecates TLS 1.0 and TLS 1.1: implementations MUST NOT negotiate these versions.",
+        ),
+        ("Developers may use Argon2id for passwords.", "MD5 must not be used for passwords."),
+        ("RFC 9113 obsoletes RFC 7540.", "HTTP/2 is specified in RFC 9113, which obsoletes RFC 7540."),
     ],
 )
 def test_agreement_in_other_words_is_not_a_contradiction(claim: str, evidence: str) -> None:
