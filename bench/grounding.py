@@ -92,8 +92,10 @@ def _read(path: Path) -> list[dict]:
 def run(report) -> None:
     claims, holdout, blind = _read(CLAIMS), _read(HOLDOUT), _read(BLIND)
     try:
+        # The packs are loaded for good, as ``make run`` loads them: searched inside the transaction that
+        # inserted them, the tables are full of dead row versions and every query is slower.
+        _load_packs()
         with transaction.atomic():
-            _load_packs()
             results, routed, cold = _judge_all(claims)
             _, _, warm = _judge_all(claims)
             held = _judge_all(holdout)

@@ -3,6 +3,10 @@ model's width and every similarity index uses cosine distance (vectors are unit 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+from django.db import connection, transaction
 from pgvector.django import HnswIndex, VectorField
 
 from apps.embeddings.backends import EMBEDDING_DIMENSION
@@ -25,3 +29,27 @@ class EmbeddingField(VectorField):
 def hnsw_cosine_index(*, name: str, field: str) -> HnswIndex:
     """An HNSW index for ``ORDER BY field <=> query`` (pgvector's defaults m=16, ef_construction=64)."""
     return HnswIndex(name=name, fields=[field], m=16, ef_construction=64, opclasses=["vector_cosine_ops"])
+
+
+#: Candidates the index examines at a time (pgvector's default is 40).
+HNSW_EF_SEARCH = 100
+
+
+@contextlib.contextmanager
+def hnsw_filtered_scan(*, ef_search: int = HNSW_EF_SEARCH) -> Iterator[None]:
+    """Nearest-neighbour queries inside (evaluated inside) return every row they ask for.
+
+    An HNSW scan yields ``hnsw.ef_search`` candidates and only then applies the query's filters (a
+    domain, "not this run"), so a filtered query can come back short, missing rows that a scan from
+    another entry point of the graph would have found: which ones depends on how the graph happened
+    to be built (its levels are random). pgvector 0.8's iterative scan keeps going, in strict distance
+    order, until enough rows pass the filters.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        # set_config(..., true) is SET LOCAL: it ends with this transaction (or the caller's).
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+            "set_config('hnsw.ef_search', %s, true)",
+            [str(ef_search)],
+        )
+        yield

@@ -18,6 +18,7 @@ Each signal is ``{"type", "claim", "evidence"}`` naming the words that disagree.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -173,12 +174,22 @@ _IDENTIFIER_PREFIX_RE = re.compile(
 )
 
 
+_VERSION_RE = re.compile(r"\bversion\s+(\d+(?:\.\d+)?)\b", re.I)
+_PRODUCT_RE = re.compile(r"\b(python|django|tls)\b(?!\s?-?\d)", re.I)
+
+
 def identifiers(text: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for match in _IDENTIFIER_RE.finditer(text):
         kind = match.group(1).lower().rstrip(".")
         kind = {"art": "article", "a": "owasp", "§": "section"}.get(kind, kind)
         found.setdefault(kind, set()).add(match.group(2).lstrip("0") or "0")
+    # "Python added it in version 3.8": a bare version number belongs to the one product the text names.
+    products = {match.group(1).lower() for match in _PRODUCT_RE.finditer(text)}
+    if len(products) == 1:
+        (product,) = products
+        for match in _VERSION_RE.finditer(text):
+            found.setdefault(product, set()).add(match.group(1))
     return found
 
 
@@ -236,7 +247,13 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
     if superseded:
         signals.append(superseded)
     # Disagreements in words overlap (an opposite term is often a negation too): the first found says it.
-    for check in (_denied_category, _permission_clash, _opposite_terms, _clause_polarity_flip):
+    for check in (
+        _denied_category,
+        _permission_clash,
+        _swapped_names,
+        _opposite_terms,
+        _clause_polarity_flip,
+    ):
         found = check(claim, evidence)
         if found:
             signals.append(found)
@@ -303,15 +320,24 @@ def _clause_polarity_flip(claim: str, evidence: str) -> Signal | None:
 
 
 _CLAUSE_RE = re.compile(
-    r"(?<=[.!?])\s+(?=[A-Z0-9])|;|:|,\s*(?:and|but|while|whereas|so|which|although|even though|though)\b"
+    r"(?<=[.!?])\s+(?=[A-Z0-9])|;|:(?=\s)"
+    r"|,\s*(?:and|but|while|whereas|so|which|although|even though|though)\b"
     r"|\s+(?:but|whereas|while|even though)\s+",
     re.I,
 )
+
+
+@functools.lru_cache(maxsize=4096)
+def _clauses(text: str) -> tuple[str, ...]:
+    return tuple(c.strip() for c in _CLAUSE_RE.split(text) if c and c.strip())
+
+
 _CONTENT_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]+")
 MIN_SHARED_WORDS = 2
 MIN_SHARED_SHARE = 0.34  # of the claim clause's content words
 
 
+@functools.lru_cache(maxsize=16384)
 def _stem(word: str) -> str:
     """A crude stem, enough to align clauses: requires/required/requiring → requir."""
     for suffix in ("ing", "ed", "es", "s", "d"):
@@ -320,9 +346,11 @@ def _stem(word: str) -> str:
     return word
 
 
-def _content_words(text: str) -> set[str]:
+# Evidence texts come back claim after claim: their words and names are worked out once per process.
+@functools.lru_cache(maxsize=4096)
+def _content_words(text: str) -> frozenset[str]:
     words = _CONTENT_WORD_RE.findall(text.lower())
-    return {_stem(w) for w in words if len(w) > 2 and w not in _FUNCTION_WORDS}
+    return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _FUNCTION_WORDS)
 
 
 _FUNCTION_WORDS = frozenset(
@@ -394,9 +422,9 @@ def _overlap(mine: set[str], theirs: set[str]) -> float:
 def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
     """Each claim clause with the evidence clause that shares most of its content words (at least
     two), best aligned first."""
-    evidence_clauses = [c.strip() for c in _CLAUSE_RE.split(evidence) if c and c.strip()]
+    evidence_clauses = _clauses(evidence)
     pairs: list[tuple[float, str, str]] = []
-    for clause in (c.strip() for c in _CLAUSE_RE.split(claim) if c and c.strip()):
+    for clause in _clauses(claim):
         words = _content_words(clause)
         scored = [(_overlap(words, _content_words(other)), other) for other in evidence_clauses]
         shared, best = max(scored, default=(0.0, ""), key=lambda item: item[0])
@@ -433,11 +461,18 @@ def negated_words(text: str) -> set[str]:
 
 
 def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence: str) -> bool:
-    """Whether the side whose aligned clause is negated negates the same thing on the other side too:
-    "servers must not negotiate TLS 1.0" agrees with "…deprecates TLS 1.0: implementations MUST NOT
-    negotiate these versions", though the clause that shares most words is affirmative."""
-    return bool(negated_words(claim_clause) & negated_words(evidence)) or bool(
-        negated_words(evidence_clause) & negated_words(claim)
+    """Whether the two agree though only one clause is negated:
+
+    * the other side negates the same thing elsewhere: "servers must not negotiate TLS 1.0" agrees
+      with "…deprecates TLS 1.0: implementations MUST NOT negotiate these versions";
+    * the negation is about something the other side does not speak of: "RFC 8996 deprecates TLS 1.0"
+      does not disagree with "TLS 1.0 is deprecated by RFC 8996 and must not be used"."""
+    negated_clause = claim_clause if negated(claim_clause) else evidence_clause
+    other_clause = evidence_clause if negated_clause is claim_clause else claim_clause
+    return (
+        bool(negated_words(claim_clause) & negated_words(evidence))
+        or bool(negated_words(evidence_clause) & negated_words(claim))
+        or not negated_words(negated_clause) & _content_words(other_clause)
     )
 
 
@@ -483,7 +518,13 @@ def _mentions(term: str, text: str, containing: str) -> bool:
 
 
 def _opposite_terms(claim: str, evidence: str) -> Signal | None:
+    claim_lower, evidence_lower = claim.lower(), evidence.lower()
     for left, right in _OPPOSITES:
+        # Substring tests first: most pairs are absent from one side, and they are far cheaper than regexes.
+        if (left not in claim_lower and right not in claim_lower) or (
+            left not in evidence_lower and right not in evidence_lower
+        ):
+            continue
         claim_left, claim_right = _mentions(left, claim, right), _mentions(right, claim, left)
         evidence_left, evidence_right = _mentions(left, evidence, right), _mentions(right, evidence, left)
         if claim_left and not claim_right and evidence_right and not evidence_left:
@@ -523,8 +564,39 @@ def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:
     return found
 
 
-def _names(text: str) -> set[str]:
-    return {token.lower().rstrip(".") for token in _NAME_TOKEN_RE.findall(text)}
+@functools.lru_cache(maxsize=4096)
+def _names(text: str) -> frozenset[str]:
+    return frozenset(token.lower().rstrip(".") for token in _NAME_TOKEN_RE.findall(text))
+
+
+#: How many more words a claim clause must share with another name's evidence clause than with its own.
+SWAP_MARGIN = 2
+
+
+def _swapped_names(claim: str, evidence: str) -> Signal | None:
+    """Two names the evidence describes in separate clauses, each described in the claim in the other's
+    words: "prefetch_related() … with a SQL join, while select_related() … a separate query" against
+    "select_related() … with a SQL join, and prefetch_related() … with one extra query"."""
+    evidence_clauses = _clauses(evidence)
+    homes: dict[str, set[int]] = {}
+    for index, clause in enumerate(evidence_clauses):
+        for name in _names(clause):
+            homes.setdefault(name, set()).add(index)
+    claim_names = _names(claim)
+    for claim_clause in _clauses(claim):
+        names = _names(claim_clause)
+        words = _content_words(claim_clause) - {_stem(part) for name in names for part in name.split("-")}
+        for name in names:
+            if len(homes.get(name, ())) != 1:
+                continue
+            (home,) = homes[name]
+            own = _overlap(words, _content_words(evidence_clauses[home]))
+            for index, other in enumerate(evidence_clauses):
+                # The other clause's own name is in the claim too, described elsewhere: a swap.
+                rivals = {n for n in _names(other) if homes.get(n) == {index}} & (claim_names - names)
+                if index != home and rivals and _overlap(words, _content_words(other)) >= own + SWAP_MARGIN:
+                    return {"type": "swapped", "claim": claim_clause, "evidence": other}
+    return None
 
 
 def _same_names(text: str, other: str) -> bool:
@@ -554,3 +626,32 @@ def _modal_flip(claim: str, evidence: str) -> Signal | None:
     if claim_weak and evidence_strong and not _STRONG_MODAL_RE.search(claim):
         return {"type": "modal", "claim": claim_weak, "evidence": evidence_strong}
     return None
+
+
+# Details a claim can add that its evidence must state for it to be supported: numbers, and names written
+# with capitals inside, digits or underscores (BRIN, UUID, SHA-256, select_related).
+_DETAIL_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*|\b\w*(?:[A-Z]\w*[A-Z]|\d|_)[\w-]*", re.U)
+
+
+def unstated_details(claim: str, evidence: str) -> list[str]:
+    """The claim's numbers and names that the evidence does not state ("UUID version 8" against an entry
+    on versions 4 and 7): a claim that adds such a detail is more than its evidence supports.
+    Quantities count as stated when equal in value ("3 days" and "72 hours"), numbers when written in
+    words ("six years")."""
+    lowered = evidence.lower()
+    stated_numbers = {_number(word) for word in re.findall(r"[\w-]+", lowered) if word in _NUMBER_WORDS}
+    stated_numbers.update(_number(n) for n in re.findall(r"\d+(?:[.,]\d+)*", evidence))
+    equal_quantities = {
+        q.text for q in quantities(claim) if any(abs(q.value - e.value) < 1e-6 for e in quantities(evidence))
+    }
+    missing = []
+    for match in _DETAIL_RE.finditer(claim):
+        detail = match.group(0)
+        if detail[0].isdigit():
+            number = _number(detail)
+            if number in stated_numbers or any(detail in text for text in equal_quantities):
+                continue
+        elif detail.lower() in lowered:  # a part of a longer name counts: SHA256 in PBKDF2-HMAC-SHA256
+            continue
+        missing.append(detail)
+    return missing

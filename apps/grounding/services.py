@@ -36,7 +36,7 @@ from django.utils import timezone
 from apps.core.errors import ValidationFailed
 from apps.core.logging import get_logger
 from apps.embeddings.services import embed_text, embed_texts_cached
-from apps.grounding.contradictions import contradiction_signals
+from apps.grounding.contradictions import contradiction_signals, unstated_details
 from apps.grounding.models import (
     GroundingAgent,
     GroundingMessage,
@@ -309,6 +309,13 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
             correction=chosen.hit.entry.content, signals=chosen.signals,
         )  # fmt: skip
     if best.similarity >= SUPPORT_SIMILARITY:
+        unstated = unstated_details(claim, " ".join(_stated_text(e.hit.entry) for e in evidence[:3]))
+        if unstated:
+            # Close to what the knowledge says, but it adds numbers or names that the knowledge does not.
+            return Outcome(
+                claim, domain, Verdict.UNVERIFIED, _clamp(0.5 + 0.05 * len(unstated)), evidence[:3],
+                signals=[{"type": "unstated", "claim": ", ".join(unstated), "evidence": "(not stated)"}],
+            )  # fmt: skip
         return Outcome(
             claim,
             domain,
@@ -319,6 +326,10 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
     # Related knowledge exists but neither says the same nor disagrees explicitly.
     margin = min(best.similarity - RELATED_SIMILARITY, SUPPORT_SIMILARITY - best.similarity)
     return Outcome(claim, domain, Verdict.UNVERIFIED, _clamp(0.55 - margin), evidence[:3])
+
+
+def _stated_text(entry: KnowledgeEntry) -> str:
+    return f"{entry.topic}. {entry.content} ({entry.source})"
 
 
 def _counts(evidence: Evidence) -> list[dict[str, str]]:

@@ -10,6 +10,7 @@ from django.db.models import F, QuerySet
 from pgvector.django import CosineDistance
 
 from apps.core.errors import NotFound, ValidationFailed
+from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text
 from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry
 
@@ -77,7 +78,8 @@ def knowledge_search(
         .defer("embedding")
         .annotate(distance=CosineDistance("embedding", vector))
     )
-    by_vector = list(entries.filter(embedding__isnull=False).order_by("distance")[:CANDIDATES_PER_METHOD])
+    with hnsw_filtered_scan():
+        by_vector = list(entries.filter(embedding__isnull=False).order_by("distance")[:CANDIDATES_PER_METHOD])
     search_query = SearchQuery(text, search_type="websearch", config="english")
     by_text = list(
         entries.filter(search_vector=search_query)

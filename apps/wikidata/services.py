@@ -49,6 +49,7 @@ from apps.core.logging import current_correlation_id, get_logger
 from apps.core.redis import get_redis
 from apps.core.services import event_emit, row_wait
 from apps.core.tracing import get_tracer
+from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.wikidata import clients
 from apps.wikidata import metrics as wikidata_metrics
@@ -791,13 +792,14 @@ def local_facts_copy(*, run: FactRun) -> int:
     """Answer ``run`` from stored Wikidata facts (of other runs) most similar to its question:
     copies them into the run, pointing at the originals. Returns how many."""
     question = embed_text(text=run.question)
-    nearest = (
-        Fact.objects.from_wikidata()
-        .filter(embedding__isnull=False, derived_from__isnull=True)
-        .exclude(run=run)
-        .annotate(distance=CosineDistance("embedding", question))
-        .order_by("distance")[: run.top_k * 4]
-    )
+    with hnsw_filtered_scan():
+        nearest = list(
+            Fact.objects.from_wikidata()
+            .filter(embedding__isnull=False, derived_from__isnull=True)
+            .exclude(run=run)
+            .annotate(distance=CosineDistance("embedding", question))
+            .order_by("distance")[: run.top_k * 4]
+        )
     chosen: dict[str, Fact] = {}
     for fact in nearest:
         chosen.setdefault(fact.claim_guid, fact)

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from apps.grounding import services
-from apps.grounding.contradictions import contradiction_signals
+from apps.grounding.contradictions import contradiction_signals, unstated_details
 from apps.grounding.models import GroundingMessage, GroundingSettings, ReviewStatus, Verification
 from apps.knowledge import services as knowledge_services
 from apps.knowledge.services import ParsedPack, _validated
@@ -122,6 +122,68 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
 )
 def test_agreement_in_other_words_is_not_a_contradiction(claim: str, evidence: str) -> None:
     assert contradiction_signals(claim, evidence) == []
+
+
+DJANGO_HASHERS = (
+    "By default Django stores passwords with PBKDF2PasswordHasher (PBKDF2 with a SHA-256 hash); "
+    "Argon2PasswordHasher is also supported and requires the argon2-cffi package."
+)
+
+
+def test_two_names_described_in_each_others_words_are_a_swap() -> None:
+    swapped = contradiction_signals(
+        "Django hashes passwords with Argon2PasswordHasher by default, and PBKDF2 requires an extra package.",
+        DJANGO_HASHERS,
+    )
+    assert [signal["type"] for signal in swapped] == ["swapped"]
+    assert "PBKDF2PasswordHasher" in swapped[0]["evidence"]
+    right = "Django hashes with PBKDF2PasswordHasher by default; Argon2PasswordHasher requires a package."
+    assert contradiction_signals(right, DJANGO_HASHERS) == []
+
+
+def test_a_bare_version_belongs_to_the_product_the_claim_names() -> None:
+    evidence = "The match statement for structural pattern matching was added in Python 3.10 (PEP 634)."
+    wrong = contradiction_signals("Python first shipped the match statement in version 3.8.", evidence)
+    assert wrong == [{"type": "identifier", "claim": "python 3.8", "evidence": "python 3.10"}]
+    assert contradiction_signals("Python shipped the match statement in version 3.10.", evidence) == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "unstated"),
+    [
+        (
+            "RFC 9562 also defines UUID version 8.",
+            "RFC 9562 defines UUID versions: version 4 and version 7.",
+            ["8"],
+        ),
+        (
+            "PostgreSQL BRIN indexes are small.",
+            "CREATE INDEX in PostgreSQL builds a B-tree index by default.",
+            ["BRIN"],
+        ),
+        # The same number in words, the same quantity in other units, part of a longer name: all stated.
+        ("Records are kept for 6 years.", "Records are kept for six years.", []),
+        ("Notify within 3 days.", "Notify within 72 hours.", []),
+        ("PBKDF2 with HMAC-SHA256 needs 600,000 iterations.", "PBKDF2-HMAC-SHA256: 600,000 iterations.", []),
+    ],
+)
+def test_numbers_and_names_the_evidence_does_not_state(
+    claim: str, evidence: str, unstated: list[str]
+) -> None:
+    assert unstated_details(claim, evidence) == unstated
+
+
+def test_a_close_claim_that_adds_an_unstated_detail_is_unverified(pack: None) -> None:
+    agents = services._agents()
+    stated = services.claim_judge(
+        claim="RFC 8996 deprecates TLS 1.0 and TLS 1.1.", domain=None, agents=agents
+    )
+    assert stated.verdict == "supported"
+    outcome = services.claim_judge(
+        claim="RFC 8996 deprecates TLS 1.0 and TLS 1.1 along with SSL 3.0.", domain=None, agents=agents
+    )
+    assert outcome.verdict == "unverified"
+    assert outcome.signals == [{"type": "unstated", "claim": "SSL, 3.0", "evidence": "(not stated)"}]
 
 
 def test_a_wrong_claim_is_contradicted_with_a_correction(pack: None) -> None:
