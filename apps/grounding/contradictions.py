@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 Signal = dict[str, str]
@@ -414,7 +415,7 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
-def _overlap(mine: set[str], theirs: set[str]) -> float:
+def _overlap(mine: AbstractSet[str], theirs: AbstractSet[str]) -> float:
     """Shared content words; words with digits (MD5, SHA-1, 8446) name something and count double."""
     return sum(2 if any(ch.isdigit() for ch in word) else 1 for word in mine & theirs)
 
