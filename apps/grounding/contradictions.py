@@ -87,6 +87,11 @@ _NOT_NEGATIONS_RE = re.compile(
     r"\bif not\b|\bnot exceed(?:ing)?\b|\bno matter\b|\bin no case\b|\bno (?:more|less) than\b",
     re.I,
 )
+# A contrast at the end of a clause denies the second term but asserts the clause ("encryption is an
+# addressable specification, not a required one").
+# Words that deny what follows without negating the statement ("addressable rather than required").
+_DENIES_FOLLOWING_RE = re.compile(r"\b(?:rather than|instead of)\b", re.I)
+_CONTRAST_RE = re.compile(r",\s*not\s+(?:an?\s+|the\s+)?[\w-]+(?:\s+ones?)?(?=\s*(?:[.;,]|$))", re.I)
 _STRONG_MODAL_RE = re.compile(
     r"\b(must|shall|required|mandatory|obligat\w+|has to|have to|needs? to)\b", re.I
 )
@@ -228,7 +233,8 @@ def _qualified_complexity_clash(claim: str, evidence: str) -> Signal | None:
 
 
 def negated(text: str) -> bool:
-    return bool(_NEGATION_RE.search(_NOT_NEGATIONS_RE.sub(" ", text)))
+    """Whether the statement of ``text`` is negated."""
+    return bool(_NEGATION_RE.search(_CONTRAST_RE.sub(" ", _NOT_NEGATIONS_RE.sub(" ", text))))
 
 
 def _has(term: str, text: str) -> bool:
@@ -254,6 +260,7 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
         _swapped_names,
         _opposite_terms,
         _clause_polarity_flip,
+        _negated_head_stated,
     ):
         found = check(claim, evidence)
         if found:
@@ -443,12 +450,13 @@ NEGATION_SCOPE_WORDS = 3
 _SCOPE_END_RE = re.compile(r"[,;:.!?()]")
 
 
-def negated_words(text: str) -> set[str]:
-    """The content words each negation in ``text`` applies to: the next few, up to the clause's end
-    ("no comparison-based sort can" → compar, bas, sort)."""
+def _negation_scopes(text: str, *, denials: bool = True) -> list[tuple[str, list[str]]]:
+    """Each negation in ``text`` and the content words it applies to: the next few, up to the clause's
+    end ("no comparison-based sort can" → compar, bas, sort)."""
     text = _NOT_NEGATIONS_RE.sub(" ", text)
-    scope: set[str] = set()
-    for match in _NEGATION_RE.finditer(text):
+    scopes = []
+    cues = [*_NEGATION_RE.finditer(text), *(_DENIES_FOLLOWING_RE.finditer(text) if denials else ())]
+    for match in cues:
         rest = text[match.end() :]
         end = _SCOPE_END_RE.search(rest)
         words = [
@@ -457,8 +465,32 @@ def negated_words(text: str) -> set[str]:
             for part in word.split("-")
             if len(part) > 2 and part not in _FUNCTION_WORDS
         ]
-        scope.update(words[:NEGATION_SCOPE_WORDS])
-    return scope
+        scopes.append((match.group(0), words[:NEGATION_SCOPE_WORDS]))
+    return scopes
+
+
+def negated_words(text: str) -> set[str]:
+    return {word for _, words in _negation_scopes(text) for word in words}
+
+
+def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
+    """What the claim negates, the evidence states plainly and never negates: "UTF-8 is not required"
+    against "RFC 8259 requires JSON text … to be encoded in UTF-8" (whose own "not" is about something
+    else)."""
+    evidence_negated = negated_words(evidence)
+    for sentence in _SENTENCE_END_RE.split(claim):
+        # Only a plain negation: "hashed with Argon2id rather than a fast hash" names the fast hash as
+        # the subject the evidence forbids, not as something it states.
+        for cue, words in _negation_scopes(sentence, denials=False):
+            head = words[0] if words else ""
+            if not head or head in evidence_negated:
+                continue
+            for other in _SENTENCE_END_RE.split(evidence):
+                if head in _content_words(other) and _same_names(sentence, other):
+                    shared = _overlap(_content_words(sentence), _content_words(other))
+                    if shared >= MIN_SHARED_WORDS + 1:
+                        return {"type": "negation", "claim": f"{cue} {head}…", "evidence": "(affirmative)"}
+    return None
 
 
 def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence: str) -> bool:
@@ -594,7 +626,7 @@ def _swapped_names(claim: str, evidence: str) -> Signal | None:
             own = _overlap(words, _content_words(evidence_clauses[home]))
             for index, other in enumerate(evidence_clauses):
                 # The other clause's own name is in the claim too, described elsewhere: a swap.
-                rivals = {n for n in _names(other) if homes.get(n) == {index}} & (claim_names - names)
+                rivals = (_names(other) - _names(evidence_clauses[home])) & (claim_names - names)
                 if index != home and rivals and _overlap(words, _content_words(other)) >= own + SWAP_MARGIN:
                     return {"type": "swapped", "claim": claim_clause, "evidence": other}
     return None

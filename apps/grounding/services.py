@@ -309,7 +309,9 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
             correction=chosen.hit.entry.content, signals=chosen.signals,
         )  # fmt: skip
     if best.similarity >= SUPPORT_SIMILARITY:
-        unstated = unstated_details(claim, " ".join(_stated_text(e.hit.entry) for e in evidence[:3]))
+        # What the close evidence states (a claim may join two entries' facts).
+        close = [e for e in evidence[:3] if e.similarity >= SUPPORT_SIMILARITY]
+        unstated = unstated_details(claim, " ".join(_stated_text(e.hit.entry) for e in close))
         if unstated:
             # Close to what the knowledge says, but it adds numbers or names that the knowledge does not.
             return Outcome(

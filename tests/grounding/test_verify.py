@@ -80,6 +80,13 @@ def pack(settings) -> None:
             "A SOC 2 report is an attestation report; it contains an opinion, not a certification.",
             "negation",
         ),
+        # What the claim negates, the evidence states (its own "not" is about something else).
+        (
+            "JSON exchanged between open systems may use any encoding, since UTF-8 is not required.",
+            "RFC 8259 requires JSON text exchanged between systems that are not part of a closed ecosystem "
+            "to be encoded in UTF-8.",
+            "negation",
+        ),
         ("POST is idempotent.", "POST is not idempotent.", "opposite"),
         ("Binary search is O(n).", "Binary search is O(log n).", "complexity"),
         ("TLS 1.3 is defined in RFC 5246.", "TLS 1.3 is defined in RFC 8446.", "identifier"),
@@ -117,6 +124,11 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
             "RFC 8996 deprecates TLS 1.0 and TLS 1.1: implementations MUST NOT negotiate these versions.",
         ),
         ("Developers may use Argon2id for passwords.", "MD5 must not be used for passwords."),
+        # A contrast denies its second term, and "rather than" does too.
+        (
+            "HIPAA makes encryption of ePHI an addressable specification, not a required one.",
+            "Encryption of ePHI is an addressable implementation specification rather than a required one.",
+        ),
         ("RFC 9113 obsoletes RFC 7540.", "HTTP/2 is specified in RFC 9113, which obsoletes RFC 7540."),
     ],
 )
