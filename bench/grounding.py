@@ -1,13 +1,15 @@
-"""Grounding verification against the labelled claim set (issue targets: accuracy ≥ 0.85, p95 < 50 ms
+"""Grounding verification against the labelled claim sets (issue targets: accuracy ≥ 0.85, p95 < 50 ms
 per claim on this machine).
 
-``tests/data/grounding_claims.jsonl`` holds claims across the four domains, a third each
-supported, contradicted and unverifiable, written against the shipped packs. Each claim goes
-through ``claim_verify`` (routing, hybrid retrieval, evidence sentences, contradiction signals,
-the stored verification) with its domain left for the router to find, inside a transaction that
-is rolled back. Printed: accuracy overall and on the two halves of the set (even lines, which the
-thresholds were tuned on, and odd lines, which they were not), per-verdict precision and recall,
-the confusion matrix, routing accuracy, and latency per claim (first pass cold, then warm).
+Three sets in ``tests/data/`` (its README says how each was written): ``grounding_claims.jsonl``,
+which the checker was developed on; ``grounding_claims_holdout.jsonl``, written blind to the checker
+and studied afterwards; and ``grounding_claims_blind.jsonl``, written blind and only ever scored as a
+whole — the honest figure. Each claim goes through ``claim_verify`` (routing, hybrid retrieval,
+evidence sentences, contradiction signals, the stored verification) with its domain left for the
+router to find, inside a transaction that is rolled back (the packs are loaded for good first, as
+``make run`` loads them, if the database has none). Printed per set: accuracy (for the first set
+also on its two halves), per-verdict precision and recall, the confusion matrix, routing accuracy;
+then latency per claim on the first set (first pass, then warm).
 """
 
 from __future__ import annotations
