@@ -38,6 +38,7 @@ from apps.connectors.models import RemoteTool
 from apps.core.errors import RateLimited, UpstreamError, ValidationFailed
 from apps.core.logging import get_logger
 from apps.wikidata import action_api, clients, vectordb
+from apps.wikidata import services as fact_services
 from apps.wikidata import sparql as wdqs
 from apps.wikidata.action_api import EntitiesResult
 from apps.wikidata.statements import EntityIdValue, Statement, snak_ids
@@ -194,21 +195,13 @@ def _deadline(tool: RemoteTool) -> float:
 
 
 def _labels(ids: Iterable[str], *, language: str, deadline: float, what: str) -> dict[str, str]:
-    """Id → label for up to :data:`MAX_LABEL_IDS` ids, batched; best effort (``{}`` on failure)."""
+    """Id → label for up to :data:`MAX_LABEL_IDS` ids (shared with the fact workflow's Redis cache);
+    best effort: the labels got before a failure."""
     wanted = [i for i in dict.fromkeys(ids) if _ENTITY_RE.match(i)][:MAX_LABEL_IDS]
-    if not wanted:
-        return {}
-    client = clients.action_api_client(deadline=deadline)
-    try:
-        result = clients.with_retries(
-            lambda: client.get_entities(wanted, props=("labels",), languages=[language]),
-            what=f"{what} labels",
-            deadline=deadline,
-        )
-    except (UpstreamError, RateLimited, ValidationFailed) as error:
-        logger.warning("wikidata.tool.labels_failed", what=what, error=error.message)
-        return {}
-    return {entity_id: label for entity_id in wanted if (label := result.label(entity_id, language))}
+    lookup = fact_services.labels_cached(wanted, language=language, deadline=deadline)
+    if lookup.error is not None:
+        logger.warning("wikidata.tool.labels_failed", what=what, error=lookup.error.message)
+    return lookup.labels
 
 
 def _terms(ids: Sequence[str], *, language: str, deadline: float) -> EntitiesResult | None:

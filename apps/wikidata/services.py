@@ -32,7 +32,7 @@ import contextlib
 import functools
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -486,39 +486,59 @@ def _text(raw: bytes | str) -> str:
     return raw.decode() if isinstance(raw, bytes) else raw
 
 
-def _labels_best_effort(
-    ids: set[str], language: str, deadline: float, entry: dict[str, Any]
-) -> dict[str, str]:
-    """Labels for ``ids`` (from the cache, the rest fetched); on failure the ones got so far, the error
-    recorded on the step entry (ids without a label are shown as ids). An entity without a label in
-    the language chain is cached as "" so it is not asked for again."""
-    if not ids:
-        return {}
-    wanted = sorted(ids)
+@dataclass
+class LabelLookup:
+    labels: dict[str, str]  # id → label, for the ids that have one
+    requested: int
+    cached: int  # of those, how many the cache answered
+    error: UpstreamError | RateLimited | None = None  # what stopped the fetch of the rest, if anything
+
+
+def labels_cached(ids: Iterable[str], *, language: str, deadline: float) -> LabelLookup:
+    """Labels for ``ids``: from the Redis cache, the rest fetched in batches and cached for every
+    process. An entity without a label in the language chain is cached as "" so it is not asked for
+    again. On an upstream failure: the labels got so far, and the error."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return LabelLookup({}, 0, 0)
     redis = get_redis()
     try:
         cached = redis.mget([_label_key(language, i) for i in wanted])
     except RedisError:
         cached = [None] * len(wanted)
     labels = {i: _text(raw) for i, raw in zip(wanted, cached, strict=True) if raw is not None}
+    lookup = LabelLookup({}, len(wanted), len(labels))
     missing = [i for i in wanted if i not in labels]
-    entry["detail"] = {"requested": len(wanted), "cached": len(labels)}
-    if not missing:
-        return {i: label for i, label in labels.items() if label}
-    try:
-        found = _fetch_entities(missing, props=("labels",), language=language, deadline=deadline)
-    except (UpstreamError, RateLimited) as error:
-        entry.update(status="partial", **_error_fields(error))
-        found = getattr(error, "partial", EntitiesResult())
-        missing = [i for i in missing if found.get(i) is not None]  # cache only what was answered
-    fetched = found.labels(language)
-    with contextlib.suppress(RedisError):
-        pipe = redis.pipeline(transaction=False)
-        for entity_id in missing:
-            pipe.set(_label_key(language, entity_id), fetched.get(entity_id, ""), ex=LABEL_CACHE_SECONDS)
-        pipe.execute()
-    labels.update(fetched)
-    return {i: label for i, label in labels.items() if label}
+    if missing:
+        try:
+            found = _fetch_entities(missing, props=("labels",), language=language, deadline=deadline)
+        except (UpstreamError, RateLimited) as error:
+            lookup.error = error
+            found = getattr(error, "partial", EntitiesResult())
+            missing = [i for i in missing if found.get(i) is not None]  # cache only what was answered
+        fetched = found.labels(language)
+        with contextlib.suppress(RedisError):
+            pipe = redis.pipeline(transaction=False)
+            for entity_id in missing:
+                pipe.set(_label_key(language, entity_id), fetched.get(entity_id, ""), ex=LABEL_CACHE_SECONDS)
+            pipe.execute()
+        labels.update(fetched)
+    lookup.labels = {i: label for i, label in labels.items() if label}
+    return lookup
+
+
+def _labels_best_effort(
+    ids: set[str], language: str, deadline: float, entry: dict[str, Any]
+) -> dict[str, str]:
+    """Labels for ``ids``; on failure the ones got so far, the error recorded on the step entry (ids
+    without a label are shown as ids)."""
+    if not ids:
+        return {}
+    lookup = labels_cached(ids, language=language, deadline=deadline)
+    entry["detail"] = {"requested": lookup.requested, "cached": lookup.cached}
+    if lookup.error is not None:
+        entry.update(status="partial", **_error_fields(lookup.error))
+    return lookup.labels
 
 
 def _main_ids(statements: Sequence[Statement]) -> set[str]:

@@ -23,13 +23,17 @@ def wikidata_registry(db: None) -> None:
     manifest_import(data=json.loads(DEFAULT_MANIFEST_PATH.read_text(encoding="utf-8")), actor="tests")
 
 
-def _limiters_and_label_cache_reset() -> None:
-    for upstream in (action_api.UPSTREAM, vectordb.UPSTREAM, sparql.UPSTREAM):
-        clients.upstream_limiter(upstream).reset()
+def label_cache_reset() -> None:
     redis = get_redis()
     keys = list(redis.scan_iter(services._label_key("*", "*")))
     if keys:
         redis.delete(*keys)
+
+
+def _limiters_and_label_cache_reset() -> None:
+    for upstream in (action_api.UPSTREAM, vectordb.UPSTREAM, sparql.UPSTREAM):
+        clients.upstream_limiter(upstream).reset()
+    label_cache_reset()
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from tests.connectors.mcp_server import (  # noqa: F401 - fixtures
     mcp_servers_fixture,
     wikidata_mcp_fixture,
 )
+from tests.wikidata.conftest import label_cache_reset
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANIFEST = Path(django_settings.BASE_DIR) / "config" / "connectors.manifest.json"
@@ -105,8 +106,11 @@ def _native_endpoints_after_mcp_fixture(request, settings) -> None:
 
 @pytest.fixture
 def mock() -> Iterator[respx.MockRouter]:
+    # Labels come from the workflow's shared cache: one test's would hide another's label requests.
+    label_cache_reset()
     with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
         yield router
+    label_cache_reset()
 
 
 @pytest.fixture
@@ -145,7 +149,8 @@ def test_get_claims_of_one_property_with_guid_rank_qualifiers_references_and_lab
         "formatversion": "2",
         "maxlag": "5",
     }
-    assert labels.calls.last.request.url.params["ids"] == "Q42|P31|Q5|P805|Q42395533"
+    asked = set(labels.calls.last.request.url.params["ids"].split("|"))
+    assert asked == {"Q42", "P31", "Q5", "P805", "Q42395533"}
     assert labels.calls.last.request.url.params["languages"] == "en|mul"
     assert (data["entity_id"], data["property_id"], data["lang"], data["count"]) == ("Q42", "P31", "en", 1)
     assert data["omittedExternalIds"] == 0
@@ -162,6 +167,21 @@ def test_get_claims_of_one_property_with_guid_rank_qualifiers_references_and_lab
         "3822724d621668aeee62ec03b07d3a36251b552f",
     ]
     assert [s["property"] for s in statement["references"][0]["snaks"]] == ["P248", "P268", "P407", "P813"]
+
+
+def test_get_claims_labels_come_from_the_shared_cache_the_second_time(mock) -> None:
+    claims_route(mock)
+    labels = labels_route(mock)
+
+    first = structured(
+        adapters.get_claims(tool("wikidata.get_claims"), {"entity_id": "Q42", "property_id": "P31"})
+    )
+    again = structured(
+        adapters.get_claims(tool("wikidata.get_claims"), {"entity_id": "Q42", "property_id": "P31"})
+    )
+
+    assert labels.call_count == 1
+    assert again["labels"] == first["labels"] == {"P31": "instance of", "Q5": "human"}
 
 
 def test_get_claims_leaves_out_external_ids_unless_asked_and_keeps_deprecated_statements(mock) -> None:
