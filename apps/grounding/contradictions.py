@@ -1,19 +1,24 @@
-"""Explicit contradiction signals between a claim and a sentence of evidence, without a model.
+"""Explicit contradiction signals between a claim and a piece of evidence, without a model.
 
 Similarity says whether the two talk about the same thing; these say whether they disagree:
 
 * **quantity** — a number with a unit that the evidence states differently ("48 hours" against
-  "72 hours"; "3 days" equals "72 hours", so it is not a signal);
+  "72 hours"; "3 days" equals "72 hours", so it is not a signal), or another count of the same noun;
 * **identifier** — the same kind of named number with another value (Article 34 vs Article 33,
-  RFC 5246 vs RFC 8446, TLS 1.2 vs TLS 1.3, CWE-89 vs CWE-79, Python 3.11 vs 3.12);
-* **complexity** — a different big-O class ("O(n)" against "O(log n)");
-* **negation** — one side negated ("is not", "never", "must not") and the other not;
-* **modal** — the claim makes optional what the evidence makes mandatory (may vs must), or
-  the reverse;
+  RFC 5246 vs RFC 8446, TLS 1.2 vs TLS 1.3, CWE-89 vs CWE-79, Python 3.11 vs "version 3.12");
+* **complexity** — a different big-O class ("O(n)" against "O(log n)"), per case when qualified;
+* **superseded** — an identifier the evidence says was obsoleted, presented as current;
+* **negation** — one side negates what the other states: in the aligned clause, a category the
+  evidence denies ("not a certification"), or what the claim negates that the evidence states;
+* **modal** — the claim makes optional what the evidence makes mandatory (may vs must), or allows an
+  action the evidence forbids ("may store" vs "MUST NOT store"), or the reverse;
+* **swapped** — two names described in each other's words;
 * **opposite** — the claim uses a term whose opposite the evidence uses (idempotent /
   not idempotent, client-side / server-side, deprecated / added …).
 
 Each signal is ``{"type", "claim", "evidence"}`` naming the words that disagree.
+:func:`unstated_details` is the other side of the coin: the claim's numbers and names that the
+evidence does not state, which keep a close claim from counting as supported.
 """
 
 from __future__ import annotations
@@ -52,13 +57,12 @@ _NUMBER = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse
 _QUANTITY_RE = re.compile(
     rf"(?<![\w.]){_NUMBER}(?:-|\s+)?(?:{'|'.join(['more', 'additional'])}\s+)?({_UNIT_PATTERN})\b", re.I
 )
-# Named numbers: the word before says what kind of thing the number names.
-_IDENTIFIER_RE = re.compile(
-    r"\b(art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§|a)\s?-?(\d+(?:\.\d+)?)\b", re.I
-)
+# Named numbers: the word before says what kind of thing the number names (A03 is OWASP's).
+_IDENTIFIER_KINDS = r"art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§"
+_IDENTIFIER_RE = re.compile(rf"\b({_IDENTIFIER_KINDS}|a)\s?-?(\d+(?:\.\d+)?)\b", re.I)
 # What the evidence says is obsolete: "RFC 9113 … obsoletes RFC 7540", "deprecates TLS 1.0 and TLS 1.1",
 # "RFC 2616 was replaced by …".
-_NAMED = r"(?:art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§)\s?-?\d+(?:\.\d+)?"
+_NAMED = rf"(?:{_IDENTIFIER_KINDS})\s?-?\d+(?:\.\d+)?"
 _NAMED_LIST = rf"{_NAMED}(?:(?:\s*,\s*|\s+(?:and|or)\s+){_NAMED})*"
 _SUPERSEDED_RE = re.compile(
     rf"\b(?:obsoletes|supersedes|replaces|deprecates)\s+(?:the\s+)?({_NAMED_LIST})"
@@ -87,10 +91,10 @@ _NOT_NEGATIONS_RE = re.compile(
     r"\bif not\b|\bnot exceed(?:ing)?\b|\bno matter\b|\bin no case\b|\bno (?:more|less) than\b",
     re.I,
 )
-# A contrast at the end of a clause denies the second term but asserts the clause ("encryption is an
-# addressable specification, not a required one").
 # Words that deny what follows without negating the statement ("addressable rather than required").
 _DENIES_FOLLOWING_RE = re.compile(r"\b(?:rather than|instead of)\b", re.I)
+# A contrast at the end of a clause denies the second term but asserts the clause ("encryption is an
+# addressable specification, not a required one").
 _CONTRAST_RE = re.compile(r",\s*not\s+(?:an?\s+|the\s+)?[\w-]+(?:\s+ones?)?(?=\s*(?:[.;,]|$))", re.I)
 _STRONG_MODAL_RE = re.compile(
     r"\b(must|shall|required|mandatory|obligat\w+|has to|have to|needs? to)\b", re.I
@@ -175,9 +179,7 @@ def counts(text: str) -> dict[str, set[int]]:
     return found
 
 
-_IDENTIFIER_PREFIX_RE = re.compile(
-    r"(art(?:icle)?\.?|rfc|cwe|tls|ssl|http/|python|django|section|§)\s?-?$", re.I
-)
+_IDENTIFIER_PREFIX_RE = re.compile(rf"({_IDENTIFIER_KINDS})\s?-?$", re.I)
 
 
 _VERSION_RE = re.compile(r"\bversion\s+(\d+(?:\.\d+)?)\b", re.I)
