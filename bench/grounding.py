@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
 from apps.grounding import services
+from apps.grounding.models import GroundingSettings
 from apps.knowledge import services as knowledge_services
 from apps.knowledge.models import KnowledgeEntry
 
@@ -51,20 +53,52 @@ def _accuracy(rows: list[tuple[dict, str]]) -> float:
     return sum(claim["verdict"] == got for claim, got in rows) / len(rows) if rows else 0.0
 
 
-def _judge_all(claims: list[dict]) -> tuple[list[tuple[dict, str]], int, list[float]]:
-    results: list[tuple[dict, str]] = []
-    routed = 0
-    timings: list[float] = []
+@dataclass
+class Judged:
+    results: list[tuple[dict, str]] = field(default_factory=list)  # (labelled claim, verdict given)
+    confidences: list[float] = field(default_factory=list)
+    routed: int = 0  # claims routed to their labelled domain
+    timings: list[float] = field(default_factory=list)
+
+
+def _judge_all(claims: list[dict]) -> Judged:
+    judged = Judged()
     for claim in claims:
         started = time.perf_counter()
         verification = services.claim_verify(claim=claim["claim"])
-        timings.append(time.perf_counter() - started)
-        results.append((claim, verification.verdict))
-        routed += verification.domain is not None and verification.domain.name == claim["domain"]
-    return results, routed, timings
+        judged.timings.append(time.perf_counter() - started)
+        judged.results.append((claim, verification.verdict))
+        judged.confidences.append(verification.confidence)
+        judged.routed += verification.domain is not None and verification.domain.name == claim["domain"]
+    return judged
 
 
-def _print_figures(name: str, results: list[tuple[dict, str]], routed: int) -> None:
+def _print_calibration(name: str, judged: Judged) -> None:
+    """Whether the confidence means what it says: accuracy on each side of the review threshold (what
+    operators are asked to review is below it), and the expected calibration error over tenths."""
+    threshold = GroundingSettings.current().confidence_threshold
+    right = [claim["verdict"] == got for claim, got in judged.results]
+    sure = [ok for ok, confidence in zip(right, judged.confidences, strict=True) if confidence >= threshold]
+    unsure = [ok for ok, confidence in zip(right, judged.confidences, strict=True) if confidence < threshold]
+    tenths: dict[int, list[tuple[bool, float]]] = {}
+    for ok, confidence in zip(right, judged.confidences, strict=True):
+        tenths.setdefault(min(int(confidence * 10), 9), []).append((ok, confidence))
+    error = sum(
+        abs(sum(ok for ok, _ in rows) - sum(confidence for _, confidence in rows)) for rows in tenths.values()
+    ) / len(right)
+    print(
+        f"{name}.calibration: accuracy {_share(sure):.3f} at confidence ≥ {threshold} (n={len(sure)}), "
+        f"{_share(unsure):.3f} below it (n={len(unsure)}, sent to review); "
+        f"expected calibration error {error:.3f}"
+    )
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+def _print_figures(name: str, judged: Judged) -> None:
+    results, routed = judged.results, judged.routed
     print(f"{name}.claims: {len(results)}")
     print(f"{name}.accuracy: {_accuracy(results):.3f}")
     if name == "grounding":
@@ -85,6 +119,7 @@ def _print_figures(name: str, results: list[tuple[dict, str]], routed: int) -> N
     for domain in sorted({c["domain"] for c, _ in results}):
         rows = [(c, got) for c, got in results if c["domain"] == domain]
         print(f"{name}.accuracy.{domain}: {_accuracy(rows):.3f} (n={len(rows)})")
+    _print_calibration(name, judged)
 
 
 def _read(path: Path) -> list[dict]:
@@ -92,25 +127,20 @@ def _read(path: Path) -> list[dict]:
 
 
 def run(report) -> None:
-    claims, holdout, blind = _read(CLAIMS), _read(HOLDOUT), _read(BLIND)
+    sets = {"grounding": _read(CLAIMS), "grounding.holdout": _read(HOLDOUT), "grounding.blind": _read(BLIND)}
+    # The packs are loaded for good, as ``make run`` loads them: searched inside the transaction that
+    # inserted them, the tables are full of dead row versions and every query is slower.
+    _load_packs()
     try:
-        # The packs are loaded for good, as ``make run`` loads them: searched inside the transaction that
-        # inserted them, the tables are full of dead row versions and every query is slower.
-        _load_packs()
         with transaction.atomic():
-            results, routed, cold = _judge_all(claims)
-            _, _, warm = _judge_all(claims)
-            held = _judge_all(holdout)
-            unseen = _judge_all(blind)
-            raise _Rollback(results, routed, cold, warm, held, unseen)
+            judged = {name: _judge_all(claims) for name, claims in sets.items()}
+            warm = _judge_all(sets["grounding"]).timings
+            raise _Rollback(judged, warm)
     except _Rollback as done:
-        results, routed, cold, warm, (held_results, held_routed, _), (blind_results, blind_routed, _) = (
-            done.args
-        )
-    _print_figures("grounding", results, routed)
-    _print_figures("grounding.holdout", held_results, held_routed)
-    _print_figures("grounding.blind", blind_results, blind_routed)
-    every = results + held_results + blind_results
+        judged, warm = done.args
+    for name, figures in judged.items():
+        _print_figures(name, figures)
+    every = [row for figures in judged.values() for row in figures.results]
     print(f"grounding.all_sets.accuracy: {_accuracy(every):.3f} (n={len(every)})")
-    report("grounding.verify_per_claim_first_pass", cold)
+    report("grounding.verify_per_claim_first_pass", judged["grounding"].timings)
     report("grounding.verify_per_claim_warm", warm)
