@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.arxiv.models import Paper, PaperVersion, SearchRun, SearchRunPaper
-from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
+from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
 
 
 class PaperVersionInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -180,10 +180,7 @@ class SearchRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Answered from")
     def cached_from_link(self, run: SearchRun) -> str:
-        if run.cached_from_id is None:
-            return "—"
-        url = reverse("admin:arxiv_searchrun_change", args=[run.cached_from_id])
-        return format_html('<a href="{}">{}</a>', url, run.cached_from_id)
+        return change_link(SearchRun, run.cached_from_id)
 
     @admin.display(description="Result")
     def result_summary(self, run: SearchRun) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db.models import Model
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 
 
@@ -24,3 +26,12 @@ class ReadOnlyAdminMixin:
 
 def pretty_json(value: Any) -> str:
     return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def change_link(model: type[Model], pk: Any, text: Any = None) -> str:
+    """A link to the admin change page of ``model`` row ``pk`` (showing ``text``, else the pk); "—" when
+    there is no row."""
+    if pk is None:
+        return "—"
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    return format_html('<a href="{}">{}</a>', url, pk if text is None else text)

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
+from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
 from apps.grounding.forms import GroundingAgentForm, GroundingSettingsForm
 from apps.grounding.models import GroundingAgent, GroundingMessage, GroundingSettings, Verification
 
@@ -191,7 +191,4 @@ class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="message")
     def message_link(self, verification: Verification) -> str:
-        if verification.message_id is None:
-            return "—"
-        url = reverse("admin:grounding_groundingmessage_change", args=[verification.message_id])
-        return format_html('<a href="{}">{}</a>', url, verification.message_id)
+        return change_link(GroundingMessage, verification.message_id)

@@ -17,7 +17,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
+from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
 from apps.core.errors import ApplicationError
 from apps.wikidata import services
 from apps.wikidata.models import Fact, FactRun
@@ -33,8 +33,7 @@ class FactInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     @admin.display(description="Fact")
     def admin_link(self, fact: Fact) -> str:
-        url = reverse("admin:wikidata_fact_change", args=[fact.pk])
-        return format_html('<a href="{}">{}</a>', url, fact.pk)
+        return change_link(Fact, fact.pk)
 
 
 @admin.register(FactRun)
@@ -127,10 +126,7 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Re-run of")
     def rerun_of_link(self, run: FactRun) -> str:
-        if run.rerun_of_id is None:
-            return "—"
-        url = reverse("admin:wikidata_factrun_change", args=[run.rerun_of_id])
-        return format_html('<a href="{}">{}</a>', url, run.rerun_of_id)
+        return change_link(FactRun, run.rerun_of_id)
 
     @admin.display(description="Page")
     def page_link(self, run: FactRun) -> str:
@@ -180,8 +176,7 @@ class FactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Run")
     def run_link(self, fact: Fact) -> str:
-        url = reverse("admin:wikidata_factrun_change", args=[fact.run_id])
-        return format_html('<a href="{}">{}</a>', url, fact.run)
+        return change_link(FactRun, fact.run_id, fact.run)
 
     @admin.display(description="Value")
     def value_json(self, fact: Fact) -> str:
@@ -201,10 +196,7 @@ class FactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Derived from")
     def derived_from_link(self, fact: Fact) -> str:
-        if fact.derived_from_id is None:
-            return "—"
-        url = reverse("admin:wikidata_fact_change", args=[fact.derived_from_id])
-        return format_html('<a href="{}">{}</a>', url, fact.derived_from_id)
+        return change_link(Fact, fact.derived_from_id)
 
     @admin.display(description="Page")
     def page_link(self, fact: Fact) -> str:
