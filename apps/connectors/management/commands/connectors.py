@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.connectors import manifest as manifest_format
 from apps.connectors import services
-from apps.core.errors import ApplicationError, ValidationFailed
+from apps.core.commands import ActionCommand
 
 
-class Command(BaseCommand):
+class Command(ActionCommand):
     help = "Validate, import or export the connector manifest, or sync a connector's tools from upstream."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,16 +29,6 @@ class Command(BaseCommand):
         dump.add_argument("--output", "-o", help="File to write (default: standard output).")
         sync = actions.add_parser("sync", help="Read a connector's upstream tools/list and record drift.")
         sync.add_argument("connector", help="Connector id, e.g. wikidata.")
-
-    def handle(self, *args, action: str, **options) -> None:
-        try:
-            getattr(self, f"_{action}")(**options)
-        except ValidationFailed as exc:
-            for error in exc.details.get("errors", []):
-                self.stderr.write(f"{error['path']}: {error['message']}")
-            raise CommandError(exc.message) from exc
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from exc
 
     def _read(self, path: str | None) -> str:
         source = Path(path) if path else Path(settings.CORTEX_CONNECTORS_MANIFEST)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
-from apps.core.errors import ApplicationError
+from apps.core.commands import ActionCommand
 from apps.core.models import ApiToken
 from apps.core.services import api_token_create, api_token_revoke
 
 
-class Command(BaseCommand):
+class Command(ActionCommand):
     help = "Create, revoke and list API tokens. `create` prints the new token alone on its last line."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,12 +26,6 @@ class Command(BaseCommand):
         revoke.add_argument("token_id", type=int)
         listing = actions.add_parser("list", help="list tokens (never their secrets)")
         listing.add_argument("--all", action="store_true", help="include revoked and expired tokens")
-
-    def handle(self, *args: Any, action: str, **options: Any) -> None:
-        try:
-            getattr(self, f"_{action}")(**options)
-        except ApplicationError as error:
-            raise CommandError(error.message) from error
 
     def _create(self, *, name: str, scopes: str, expires_in_days: int | None, **_: Any) -> None:
         if expires_in_days is not None and expires_in_days <= 0:

@@ -6,14 +6,14 @@ import json
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from apps.core.errors import ApplicationError, ValidationFailed
+from apps.core.commands import ActionCommand
 from apps.grounding import services as grounding_services
 from apps.knowledge import selectors, services
 
 
-class Command(BaseCommand):
+class Command(ActionCommand):
     help = "Add knowledge to a domain, re-embed changes, search, verify a claim, export the verification log"
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -41,16 +41,6 @@ class Command(BaseCommand):
         )
         export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
         export.add_argument("--output", "-o", help="File to write (default: standard output).")
-
-    def handle(self, *args, action: str, **options) -> None:
-        try:
-            getattr(self, f"_{action.replace('-', '_')}")(**options)
-        except ValidationFailed as exc:
-            for error in exc.details.get("errors", []):
-                self.stderr.write(f"{error['path']}: {error['message']}")
-            raise CommandError(exc.message) from exc
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from exc
 
     def _progress(self, done: int, total: int) -> None:
         if total < 20 or not sys.stderr.isatty():
