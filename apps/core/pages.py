@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth import REDIRECT_FIELD_NAME
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
 
@@ -25,3 +28,16 @@ def web_url(url: Any) -> str:
     """Only http(s) links are rendered as links: stored URLs come from upstream feeds, Wikidata's
     editors and imported files."""
     return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
+
+
+def login_redirect(request: HttpRequest) -> HttpResponse:
+    """To the admin login, and back to this page afterwards. An HTMX request (a poll or a fragment)
+    gets ``HX-Redirect`` to the page it came from, so the whole page goes to the login instead of the
+    login form landing inside a fragment."""
+    back = request.get_full_path()
+    if request.htmx and request.htmx.current_url_abs_path:
+        back = request.htmx.current_url_abs_path
+    login_url = f"{reverse('admin:login')}?{urlencode({REDIRECT_FIELD_NAME: back})}"
+    if request.htmx:
+        return HttpResponse(status=204, headers={"HX-Redirect": login_url})
+    return HttpResponseRedirect(login_url)

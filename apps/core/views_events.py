@@ -15,9 +15,8 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -25,6 +24,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from apps.core.models import Event
+from apps.core.pages import login_redirect
 from apps.core.selectors import EVENT_LIMIT, events_recent
 
 SUMMARY_CHARS = 160
@@ -39,13 +39,7 @@ def staff_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
         user = request.user
         if user.is_active and user.is_staff:
             return view(request, *args, **kwargs)
-        back = request.get_full_path()
-        if request.htmx and request.htmx.current_url_abs_path:
-            back = request.htmx.current_url_abs_path
-        login_url = f"{reverse('admin:login')}?{urlencode({REDIRECT_FIELD_NAME: back})}"
-        if request.htmx:
-            return HttpResponse(status=204, headers={"HX-Redirect": login_url})
-        return HttpResponseRedirect(login_url)
+        return login_redirect(request)
 
     return wrapped
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
-from urllib.parse import urlencode
 
-from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -28,7 +26,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.core.errors import ValidationFailed
-from apps.core.pages import render_page_or_fragment, web_url
+from apps.core.pages import login_redirect, render_page_or_fragment, web_url
 from apps.grounding import selectors, services
 from apps.grounding.forms import ReviewFilterForm, ReviewForm
 from apps.grounding.models import Verdict, Verification
@@ -49,13 +47,7 @@ def permission_page(*perms: str) -> Callable[[Callable[..., HttpResponse]], Call
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             user = request.user
             if not user.is_authenticated:
-                back = request.get_full_path()
-                if request.htmx and request.htmx.current_url_abs_path:
-                    back = request.htmx.current_url_abs_path
-                login_url = f"{reverse('admin:login')}?{urlencode({REDIRECT_FIELD_NAME: back})}"
-                if request.htmx:
-                    return HttpResponse(status=204, headers={"HX-Redirect": login_url})
-                return HttpResponseRedirect(login_url)
+                return login_redirect(request)
             if not (user.is_active and user.is_staff and any(user.has_perm(p) for p in perms)):
                 raise PermissionDenied
             return view(request, *args, **kwargs)
