@@ -34,14 +34,7 @@ def _status(request: HttpRequest, run: FactRun) -> Status:
     summary="Ask a factual question",
 )
 def query(request: HttpRequest, payload: FactQueryIn) -> Status:
-    run = services.fact_query_submit(
-        query=payload.query,
-        top_k=payload.topK,
-        scope=payload.scope,
-        include_sparql=payload.includeSparql,
-        include_deprecated=payload.includeDeprecated,
-        language=payload.language,
-    )
+    run = services.fact_query_submit(**payload.submit_arguments())
     return _status(request, services.fact_run_wait(run=run, timeout=payload.waitSeconds))
 
 

@@ -27,6 +27,17 @@ class FactQueryIn(StrictSchema):
             raise ValueError("query must hold at least 2 characters besides spaces")
         return text
 
+    def submit_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of ``services.fact_query_submit`` for this request."""
+        return {
+            "query": self.query,
+            "top_k": self.topK,
+            "scope": self.scope,
+            "include_sparql": self.includeSparql,
+            "include_deprecated": self.includeDeprecated,
+            "language": self.language,
+        }
+
 
 class FactResultOut(Schema):
     text: str

@@ -52,14 +52,7 @@ def fact_home(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         payload = form.cleaned_data["payload"]
         try:
-            run = services.fact_query_submit(
-                query=payload.query,
-                top_k=payload.topK,
-                scope=payload.scope,
-                include_sparql=payload.includeSparql,
-                include_deprecated=payload.includeDeprecated,
-                language=payload.language,
-            )
+            run = services.fact_query_submit(**payload.submit_arguments())
         except ApplicationError as failure:  # e.g. the registry has no tool for a step
             error = failure.message
             status = 400 if isinstance(failure, ValidationFailed) else failure.status_code
