@@ -9,13 +9,13 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.arxiv.models import Paper, PaperVersion, SearchRun, SearchRunPaper
-from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
+from apps.core.admin_mixins import ReadOnlyAdminMixin, YesNoFilter, change_link, pretty_json
 
 
 class PaperVersionInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -86,21 +86,15 @@ class PaperAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return format_html('<a href="{}">{}</a>', url, url)
 
 
-class CachedFilter(admin.SimpleListFilter):
+class CachedFilter(YesNoFilter):
     """Runs answered from a recent identical run's page, or that reached arXiv themselves."""
 
     title = "cached"
     parameter_name = "cached"
+    yes_label, no_label = "From cache", "Reached arXiv"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("yes", "From cache"), ("no", "Reached arXiv")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[SearchRun]) -> QuerySet[SearchRun]:
-        if self.value() == "yes":
-            return queryset.filter(cached_from__isnull=False)
-        if self.value() == "no":
-            return queryset.filter(cached_from__isnull=True)
-        return queryset
+    def condition(self) -> Q:
+        return Q(cached_from__isnull=False)
 
 
 @admin.register(SearchRun)

@@ -30,6 +30,7 @@ from apps.connectors.services import (
     manifest_validated,
     registry_export,
 )
+from apps.core.admin_mixins import YesNoFilter
 from apps.core.errors import ApplicationError, ValidationFailed
 
 DRIFTED_STATES = [DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED]
@@ -65,24 +66,17 @@ def connection_summary(result: dict[str, Any]) -> str:
     return f"reachable at {endpoint}: {result.get('toolCount')} tools upstream, {result.get('latencyMs')} ms."
 
 
-class HasDriftFilter(admin.SimpleListFilter):
+class HasDriftFilter(YesNoFilter):
     """Connectors whose last sync found declared tools missing or changed, or undeclared ones."""
 
     title = "drift"
     parameter_name = "has_drift"
+    yes_label, no_label = "Has drift", "No drift"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("yes", "Has drift"), ("no", "No drift")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Connector]) -> QuerySet[Connector]:
-        drifted = Q(Exists(RemoteTool.objects.drifted().filter(connector=OuterRef("pk")))) | ~Q(
+    def condition(self) -> Q:
+        return Q(Exists(RemoteTool.objects.drifted().filter(connector=OuterRef("pk")))) | ~Q(
             undeclared_upstream_tools=[]
         )
-        if self.value() == "yes":
-            return queryset.filter(drifted)
-        if self.value() == "no":
-            return queryset.exclude(drifted)
-        return queryset
 
 
 class RemoteToolInline(admin.TabularInline):

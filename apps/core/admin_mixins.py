@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import Model
+from django.contrib import admin
+from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -35,3 +36,23 @@ def change_link(model: type[Model], pk: Any, text: Any = None) -> str:
         return "—"
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     return format_html('<a href="{}">{}</a>', url, pk if text is None else text)
+
+
+class YesNoFilter(admin.SimpleListFilter):
+    """A list filter with two choices: rows matching :meth:`condition`, or the others."""
+
+    yes_label = "Yes"
+    no_label = "No"
+
+    def condition(self) -> Q:
+        raise NotImplementedError  # each filter says what "yes" means
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("yes", self.yes_label), ("no", self.no_label)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            return queryset.filter(self.condition())
+        if self.value() == "no":
+            return queryset.exclude(self.condition())
+        return queryset

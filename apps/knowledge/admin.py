@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -22,6 +22,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from apps.core.admin_mixins import YesNoFilter
 from apps.core.errors import ValidationFailed
 from apps.knowledge import selectors, services
 from apps.knowledge.forms import EntryImportForm
@@ -180,22 +181,15 @@ class TagFilter(admin.SimpleListFilter):
         return queryset
 
 
-class EmbeddedFilter(admin.SimpleListFilter):
+class EmbeddedFilter(YesNoFilter):
     """Entries whose embedding is missing or older than their text."""
 
     title = "embedding"
     parameter_name = "embedded"
+    yes_label, no_label = "Up to date", "Missing or stale"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("yes", "Up to date"), ("no", "Missing or stale")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[KnowledgeEntry]) -> QuerySet[KnowledgeEntry]:
-        stale = KnowledgeEntry.objects.needing_embedding().values("pk")
-        if self.value() == "yes":
-            return queryset.exclude(pk__in=stale)
-        if self.value() == "no":
-            return queryset.filter(pk__in=stale)
-        return queryset
+    def condition(self) -> Q:
+        return ~Q(pk__in=KnowledgeEntry.objects.needing_embedding().values("pk"))
 
 
 @admin.register(KnowledgeEntry)
