@@ -30,7 +30,7 @@ from apps.connectors.services import (
     manifest_validated,
     registry_export,
 )
-from apps.core.admin_mixins import YesNoFilter
+from apps.core.admin_mixins import ImportLinkMixin, YesNoFilter
 from apps.core.errors import ApplicationError, ValidationFailed
 
 DRIFTED_STATES = [DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED]
@@ -98,7 +98,7 @@ class RemoteToolInline(admin.TabularInline):
 
 
 @admin.register(Connector)
-class ConnectorAdmin(admin.ModelAdmin):
+class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
     list_display = [
         "slug",
         "name",
@@ -202,12 +202,6 @@ class ConnectorAdmin(admin.ModelAdmin):
             path("export/", self.admin_site.admin_view(self.export_view), name="connectors_connector_export"),
         ]
         return own + super().get_urls()
-
-    def changelist_view(
-        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        extra_context = {**(extra_context or {}), "can_import": self._can_import(request)}
-        return super().changelist_view(request, extra_context)
 
     def _can_import(self, request: HttpRequest) -> bool:
         # An import creates, changes and deletes connectors and tools.

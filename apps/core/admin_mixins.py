@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -36,6 +36,19 @@ def change_link(model: type[Model], pk: Any, text: Any = None) -> str:
         return "—"
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     return format_html('<a href="{}">{}</a>', url, pk if text is None else text)
+
+
+class ImportLinkMixin:
+    """A changelist that shows its "Import" link to those who may import (``_can_import``)."""
+
+    def _can_import(self, request: HttpRequest) -> bool:
+        raise NotImplementedError  # each admin says who may import
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        extra_context = {**(extra_context or {}), "can_import": self._can_import(request)}
+        return super().changelist_view(request, extra_context)  # type: ignore[misc]
 
 
 class YesNoFilter(admin.SimpleListFilter):

@@ -22,7 +22,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from apps.core.admin_mixins import YesNoFilter
+from apps.core.admin_mixins import ImportLinkMixin, YesNoFilter
 from apps.core.errors import ValidationFailed
 from apps.knowledge import selectors, services
 from apps.knowledge.forms import EntryImportForm
@@ -193,7 +193,7 @@ class EmbeddedFilter(YesNoFilter):
 
 
 @admin.register(KnowledgeEntry)
-class KnowledgeEntryAdmin(admin.ModelAdmin):
+class KnowledgeEntryAdmin(ImportLinkMixin, admin.ModelAdmin):
     list_display = ["entry_id", "topic", "domain", "source", "confidence", "last_verified"]
     list_display_links = ["entry_id", "topic"]
     list_filter = ["domain", TagFilter, "knowledge_source__type", EmbeddedFilter, "last_verified"]
@@ -241,12 +241,6 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
             )
         ]
         return own + super().get_urls()
-
-    def changelist_view(
-        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        extra_context = {**(extra_context or {}), "can_import": self._can_import(request)}
-        return super().changelist_view(request, extra_context)
 
     def _can_import(self, request: HttpRequest) -> bool:
         return self.has_add_permission(request) and self.has_change_permission(request)
