@@ -329,8 +329,10 @@ def _clause_polarity_flip(claim: str, evidence: str) -> Signal | None:
     return None
 
 
+_SENTENCE_END = r"(?<=[.!?])\s+(?=[A-Z0-9])"
+_SENTENCE_END_RE = re.compile(_SENTENCE_END)
 _CLAUSE_RE = re.compile(
-    r"(?<=[.!?])\s+(?=[A-Z0-9])|;|:(?=\s)"
+    _SENTENCE_END + r"|;|:(?=\s)"
     r"|,\s*(?:and|but|while|whereas|so|which|although|even though|though)\b"
     r"|\s+(?:but|whereas|while|even though)\s+",
     re.I,
@@ -471,8 +473,10 @@ def _negation_scopes(text: str, *, denials: bool = True) -> list[tuple[str, list
     return scopes
 
 
-def negated_words(text: str) -> set[str]:
-    return {word for _, words in _negation_scopes(text) for word in words}
+@functools.lru_cache(maxsize=4096)
+def negated_words(text: str) -> frozenset[str]:
+    """Every content word some negation in ``text`` applies to (asked of the same texts many times)."""
+    return frozenset(word for _, words in _negation_scopes(text) for word in words)
 
 
 def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
@@ -583,7 +587,6 @@ _FORBIDS_RE = re.compile(
     re.I,
 )
 _VERB_RE = re.compile(r"[a-z][a-z-]+", re.I)
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 # Names: words with a digit, an underscore or a capital inside (MD5, SHA-1, 8996, select_related, PBKDF2).
 _NAME_TOKEN_RE = re.compile(r"\b\w*(?:\d|_|[a-z][A-Z])[\w.-]*", re.U)
 
