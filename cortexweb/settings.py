@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "apps.wikidata",
     "apps.knowledge",
     "apps.grounding",
+    "apps.mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -200,6 +201,9 @@ CORTEX_USER_AGENT = env.str(
 )
 CORTEX_HTTP_CONNECT_TIMEOUT = env.float("CORTEX_HTTP_CONNECT_TIMEOUT", default=5.0)
 CORTEX_HTTP_READ_TIMEOUT = env.float("CORTEX_HTTP_READ_TIMEOUT", default=30.0)
+# Per-token request limit on /v1/, /api/ and MCP calls, shared by every process (0 = none).
+CORTEX_TOKEN_REQUESTS_PER_MINUTE = env.int("CORTEX_TOKEN_REQUESTS_PER_MINUTE", default=600)
+CORTEX_TOKEN_BURST = env.int("CORTEX_TOKEN_BURST", default=120)
 CORTEX_READYZ_CELERY_TIMEOUT = env.float("CORTEX_READYZ_CELERY_TIMEOUT", default=2.0)
 # Must be in the environment before prometheus_client is first imported, in
 # every process, so web and worker samples are written to files /metrics sums.

@@ -27,6 +27,7 @@ from jsonschema.exceptions import SchemaError
 from apps.connectors import adapters, mcp_client
 from apps.connectors import metrics as gateway_metrics
 from apps.connectors.models import (
+    CallTransport,
     Connector,
     DriftState,
     RemoteTool,
@@ -38,9 +39,11 @@ from apps.connectors.models import (
 from apps.connectors.selectors import connector_endpoint, tool_resolve
 from apps.core.errors import (
     ApplicationError,
+    AuthenticationRequired,
     Conflict,
     FeatureDisabled,
     NotFound,
+    PermissionDenied,
     RateLimited,
     UpstreamError,
     ValidationFailed,
@@ -58,7 +61,9 @@ WIKIDATA_CONNECTOR = "wikidata"
 # --- Calls -----------------------------------------------------------------------------
 
 
-def tool_call(*, name: str, arguments: Any, token: ApiToken | None = None) -> dict[str, Any]:
+def tool_call(
+    *, name: str, arguments: Any, token: ApiToken | None = None, transport: str = CallTransport.REST
+) -> dict[str, Any]:
     """Call a tool by canonical name or alias; the upstream's result under the canonical name.
 
     Returns ``{"tool", "upstreamTool", "connector", "result", "durationMs"}``. Raises
@@ -94,17 +99,27 @@ def tool_call(*, name: str, arguments: Any, token: ApiToken | None = None) -> di
         result = _dispatch(tool, arguments)
         _text_errors_raise(tool, upstream_name, result)
     except Exception as error:
-        _call_record(
+        tool_call_record(
             tool=tool,
+            tool_name=tool.name,
+            connector_slug=connector.slug,
             requested_name=name,
             upstream_name=upstream_name,
             started=started,
             token=token,
+            transport=transport,
             error=error,
         )
         raise
-    duration_ms = _call_record(
-        tool=tool, requested_name=name, upstream_name=upstream_name, started=started, token=token
+    duration_ms = tool_call_record(
+        tool=tool,
+        tool_name=tool.name,
+        connector_slug=connector.slug,
+        requested_name=name,
+        upstream_name=upstream_name,
+        started=started,
+        token=token,
+        transport=transport,
     )
     return {
         "tool": tool.name,
@@ -263,23 +278,33 @@ def _call_status(error: BaseException | None) -> tuple[str, bool]:
         return ToolCallStatus.INVALID_ARGUMENTS, False
     if isinstance(error, RateLimited):
         return ToolCallStatus.RATE_LIMITED, True
-    return ToolCallStatus.UPSTREAM_ERROR, bool(getattr(error, "retryable", False))
+    if isinstance(error, AuthenticationRequired | PermissionDenied):
+        return ToolCallStatus.DENIED, False
+    if isinstance(error, UpstreamError):
+        return ToolCallStatus.UPSTREAM_ERROR, error.retryable
+    return ToolCallStatus.FAILED, False
 
 
-def _call_record(
+def tool_call_record(
     *,
-    tool: RemoteTool,
+    tool: RemoteTool | None,
+    tool_name: str,
+    connector_slug: str,
     requested_name: str,
     upstream_name: str,
     started: float,
     token: ApiToken | None,
+    transport: str,
     error: BaseException | None = None,
 ) -> float:
-    """The call's row, metrics and event; returns its duration in ms."""
+    """A call's row, metrics and event; returns its duration in ms.
+
+    ``tool`` is the registry's tool; CortexWeb's own MCP tools have none and record under their
+    own name and the connector ``cortexweb``.
+    """
     seconds = time.perf_counter() - started
     duration_ms = round(seconds * 1000, 3)
     status, retryable = _call_status(error)
-    connector = tool.connector.slug
     if error is None:
         error_text = ""
     elif isinstance(error, ApplicationError):
@@ -288,33 +313,43 @@ def _call_record(
         error_text = f"{type(error).__name__}: {error}"
     ToolCall.objects.create(
         tool=tool,
-        tool_name=tool.name,
+        tool_name=tool_name,
         requested_name=requested_name[:200],
         upstream_name=upstream_name,
-        connector_slug=connector,
+        connector_slug=connector_slug,
         status=status,
         retryable=retryable,
         duration_ms=duration_ms,
         error=error_text,
         correlation_id=current_correlation_id() or "",
         token=token,
+        transport=transport,
     )
-    gateway_metrics.tool_calls_total.labels(connector=connector, tool=tool.name, status=status).inc()
-    gateway_metrics.tool_call_duration_seconds.labels(connector=connector, tool=tool.name).observe(seconds)
-    if connector == WIKIDATA_CONNECTOR:
-        gateway_metrics.wikidata_tool_calls_total.labels(tool=tool.name).inc()
+    gateway_metrics.tool_calls_total.labels(connector=connector_slug, tool=tool_name, status=status).inc()
+    gateway_metrics.tool_call_duration_seconds.labels(connector=connector_slug, tool=tool_name).observe(
+        seconds
+    )
+    if connector_slug == WIKIDATA_CONNECTOR:
+        gateway_metrics.wikidata_tool_calls_total.labels(tool=tool_name).inc()
     event_emit(
         name="tool.call.completed" if error is None else "tool.call.failed",
-        payload={"tool": tool.name, "connector": connector, "status": status, "durationMs": duration_ms},
+        payload={
+            "tool": tool_name,
+            "connector": connector_slug,
+            "status": status,
+            "durationMs": duration_ms,
+            "transport": transport,
+        },
     )
     log = logger.info if error is None else logger.warning
     log(
         "tool.call",
-        tool=tool.name,
-        connector=connector,
+        tool=tool_name,
+        connector=connector_slug,
         upstream_tool=upstream_name,
         status=status,
         duration_ms=duration_ms,
+        transport=transport,
         error=error_text or None,
     )
     return duration_ms

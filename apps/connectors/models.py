@@ -188,10 +188,24 @@ class ToolCallStatus(models.TextChoices):
     UPSTREAM_ERROR = "upstream_error", "Upstream error"
     RATE_LIMITED = "rate_limited", "Rate limited"
     INVALID_ARGUMENTS = "invalid_arguments", "Invalid arguments"
+    DENIED = "denied", "Denied (token or scope)"
+    FAILED = "failed", "Failed"
+
+
+class CallTransport(models.TextChoices):
+    """How the caller reached CortexWeb: the REST API or the MCP server (HTTP or stdio)."""
+
+    REST = "rest", "REST /v1/"
+    MCP_HTTP = "mcp-http", "MCP over HTTP"
+    MCP_STDIO = "mcp-stdio", "MCP over stdio"
 
 
 class ToolCall(models.Model):
-    """One dispatched call: what was asked, of whom, how it ended and how long it took."""
+    """One dispatched call: what was asked, of whom, how it ended and how long it took.
+
+    Calls of the registry's tools have ``tool``; calls of CortexWeb's own MCP tools
+    (``facts.query`` …) have none and the connector ``cortexweb``.
+    """
 
     tool = models.ForeignKey(RemoteTool, null=True, on_delete=models.SET_NULL, related_name="calls")
     tool_name = models.CharField(max_length=64)
@@ -204,6 +218,7 @@ class ToolCall(models.Model):
     error = models.TextField(blank=True)
     correlation_id = models.CharField(max_length=64, blank=True)
     token = models.ForeignKey("core.ApiToken", null=True, blank=True, on_delete=models.SET_NULL)
+    transport = models.CharField(max_length=16, choices=CallTransport.choices, default=CallTransport.REST)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -17,6 +17,16 @@ from apps.core.models import ApiToken, TokenScope
 from apps.core.services import api_token_authenticate
 
 
+def bearer_token(header: str) -> str:
+    """The raw token of an ``Authorization: Bearer …`` header; ``AuthenticationRequired`` saying what
+    to send when it is missing or not of that form."""
+    if not header:
+        raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
+    if not header.lower().startswith("bearer ") or not header[7:].strip():
+        raise AuthenticationRequired("The Authorization header must be 'Bearer <token>'.")
+    return header[7:].strip()
+
+
 def _require_scope(token: ApiToken, scope: str) -> None:
     if not token.has_scope(scope):
         raise PermissionDenied(
@@ -33,12 +43,7 @@ class BearerToken(HttpBearer):
         self.scope = scope
 
     def __call__(self, request: HttpRequest) -> Any:
-        header = request.headers.get("Authorization", "")
-        if not header:
-            raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
-        if not header.lower().startswith("bearer ") or not header[7:].strip():
-            raise AuthenticationRequired("The Authorization header must be 'Bearer <token>'.")
-        return self.authenticate(request, header[7:].strip())
+        return self.authenticate(request, bearer_token(request.headers.get("Authorization", "")))
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
         api_token = api_token_authenticate(raw_token=token)
@@ -59,9 +64,7 @@ class DrfBearerTokenAuthentication(authentication.BaseAuthentication):
         header = request.headers.get("Authorization", "")
         if not header:
             return None
-        if not header.lower().startswith("bearer ") or not header[7:].strip():
-            raise AuthenticationRequired("The Authorization header must be 'Bearer <token>'.")
-        return None, api_token_authenticate(raw_token=header[7:].strip())
+        return None, api_token_authenticate(raw_token=bearer_token(header))
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="cortexweb"'

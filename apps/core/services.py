@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import models, transaction
 from django.utils import timezone
@@ -19,6 +20,7 @@ from django.utils import timezone
 from apps.core.errors import AuthenticationRequired, NotFound, ValidationFailed
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.models import ApiToken, Event, TokenScope
+from apps.core.ratelimit import RateLimiter
 from apps.core.redis import get_redis
 
 logger = get_logger(__name__)
@@ -88,15 +90,33 @@ def api_token_revoke(*, token_id: int) -> ApiToken:
 
 
 def api_token_authenticate(*, raw_token: str) -> ApiToken:
-    """The active token matching ``raw_token``, or AuthenticationRequired."""
+    """The active token matching ``raw_token``, or AuthenticationRequired.
+
+    Each authentication is one request against the token's limit (``api_token_rate_check``), on
+    every surface that authenticates: ``/v1/``, ``/api/`` and MCP.
+    """
     token = ApiToken.objects.active().filter(token_hash=hash_token(raw_token)).first()
     if token is None:
         raise AuthenticationRequired("The bearer token is unknown, expired or revoked.")
+    api_token_rate_check(token=token)
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token
+
+
+def api_token_rate_check(*, token: ApiToken) -> None:
+    """Count one request against the token's limit, shared by every process through Redis.
+
+    ``RateLimited`` (429, ``Retry-After``) once ``CORTEX_TOKEN_REQUESTS_PER_MINUTE`` is spent beyond
+    a burst of ``CORTEX_TOKEN_BURST``; requests never queue. A limit of 0 switches it off.
+    """
+    per_minute = settings.CORTEX_TOKEN_REQUESTS_PER_MINUTE
+    if per_minute <= 0:
+        return
+    limiter = RateLimiter(f"token:{token.pk}", interval=60.0 / per_minute, burst=settings.CORTEX_TOKEN_BURST)
+    limiter.check()
 
 
 def event_emit(*, name: str, payload: dict[str, Any] | None = None) -> Event:

@@ -29,23 +29,29 @@ class SearchHit:
     text_rank: int | None
 
     def as_dict(self) -> dict:
-        entry = self.entry
         return {
-            "id": entry.entry_id,
-            "domain": entry.domain.name,
-            "topic": entry.topic,
-            "content": entry.content,
-            "source": entry.source,
-            "url": entry.url,
-            "tags": entry.tags,
-            "related": entry.related,
-            "confidence": entry.confidence,
-            "lastVerified": entry.last_verified.isoformat() if entry.last_verified else None,
+            **entry_as_dict(self.entry),
             "score": round(self.score, 6),
             "similarity": round(self.similarity, 4),
             "vectorRank": self.vector_rank,
             "textRank": self.text_rank,
         }
+
+
+def entry_as_dict(entry: KnowledgeEntry) -> dict:
+    """An entry as agents read it (search hits and the MCP ``cortexweb://knowledge/{id}`` resource)."""
+    return {
+        "id": entry.entry_id,
+        "domain": entry.domain.name,
+        "topic": entry.topic,
+        "content": entry.content,
+        "source": entry.source,
+        "url": entry.url,
+        "tags": entry.tags,
+        "related": entry.related,
+        "confidence": entry.confidence,
+        "lastVerified": entry.last_verified.isoformat() if entry.last_verified else None,
+    }
 
 
 def domain_check(name: str | None) -> str | None:

@@ -108,7 +108,9 @@ def test_call_by_old_alias_answers_under_the_canonical_name(wikidata_mcp, write_
         "connector": "wikidata",
         "status": "ok",
         "durationMs": body["durationMs"],
+        "transport": "rest",
     }
+    assert call.transport == "rest"
 
 
 def test_upstream_rename_is_followed_after_sync(wikidata_mcp) -> None:

@@ -128,6 +128,9 @@ class Command(BaseCommand):
                 "--port",
                 str(port),
                 "--no-server-header",
+                # The MCP server's session manager starts in the lifespan: a failure there is fatal.
+                "--lifespan",
+                "on",
                 "--timeout-graceful-shutdown",
                 "10",
             ],

@@ -1,0 +1,469 @@
+"""What the MCP server does, independent of the SDK and the transport.
+
+- ``mcp_tools_list``: CortexWeb's own tools, then the registry's published tools (the gateway's
+  catalogue) under their canonical names. A catalogue tool named like an own tool is served by
+  the own tool (``arxiv.search`` is both).
+- ``mcp_tool_call``: authorise (the REST twin's scope), validate (the twin's input schema), run
+  (the twin's service, or the gateway for catalogue tools), record (``ToolCall`` row, event,
+  metrics) and render: ``ToolOutcome`` with structured content, text and ``is_error``. Every
+  failure a client can cause or an upstream can report becomes an ``is_error`` outcome carrying
+  the error shape's code and message; only an unknown tool name is raised (``UnknownTool``),
+  because the protocol answers it with a JSON-RPC error.
+- Resources (``cortexweb://…``) and the ``ground_answer`` prompt.
+
+The functions are synchronous (Django ORM); the SDK handlers in ``server.py`` run them in threads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import close_old_connections
+from pydantic import ValidationError
+
+from apps.connectors.gateway import tool_call, tool_call_record
+from apps.connectors.models import CallTransport, RemoteTool, connectors_switched_off
+from apps.connectors.selectors import service_map_cached, tool_resolve, tools_filtered
+from apps.core.errors import (
+    ApplicationError,
+    AuthenticationRequired,
+    FeatureDisabled,
+    NotFound,
+    PermissionDenied,
+    ValidationFailed,
+    error_payload,
+    pydantic_errors_to_details,
+)
+from apps.core.logging import get_logger, reset_correlation_id, set_correlation_id
+from apps.core.models import ApiToken, TokenScope
+from apps.core.services import api_token_authenticate
+from apps.knowledge import selectors as knowledge_selectors
+from apps.mcp_server import metrics
+from apps.mcp_server.tools import CORTEX_TOOLS, CORTEX_TOOLS_BY_NAME, CallContext, CortexTool
+from apps.wikidata import provenance
+from apps.wikidata import selectors as wikidata_selectors
+from apps.wikidata import services as wikidata_services
+
+logger = get_logger(__name__)
+
+OWN_CONNECTOR = "cortexweb"
+# A catalogue tool whose schema was neither declared nor synced still needs one in tools/list.
+ANY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
+
+
+class UnknownTool(Exception):
+    """``tools/call`` named no tool this server lists (a JSON-RPC invalid-params error)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown tool: {name}. tools/list names the tools this server has.")
+        self.name = name
+
+
+class ResourceNotFound(Exception):
+    """``resources/read`` of a URI this server has no resource for."""
+
+    def __init__(self, uri: str, reason: str) -> None:
+        super().__init__(f"Resource not found: {uri} ({reason})")
+        self.uri = uri
+
+
+class ResourceDenied(Exception):
+    """``resources/read`` without the token the resource needs; carries the error shape."""
+
+    def __init__(self, error: ApplicationError) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.error = error
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls, as each transport knows it.
+
+    On HTTP the edge has already authenticated a presented token (``token``; a bad one never gets
+    this far). On stdio the token is the process's ``CORTEX_API_TOKEN`` (``raw_token``), checked on
+    every call so that revocation applies at once.
+    """
+
+    transport: str
+    token: ApiToken | None = None
+    raw_token: str = ""
+    # Why a presented token cannot be used now although it is valid (its rate limit): calls that
+    # need it get this error as their result.
+    token_error: ApplicationError | None = None
+    base_url: str = ""
+    correlation_id: str | None = None
+
+    def authenticated(self) -> ApiToken:
+        if self.token_error is not None:
+            raise self.token_error
+        if self.token is not None:
+            return self.token
+        if self.raw_token:
+            return api_token_authenticate(raw_token=self.raw_token)
+        how = (
+            "set CORTEX_API_TOKEN in the server's environment"
+            if self.transport == CallTransport.MCP_STDIO
+            else "send 'Authorization: Bearer <token>'"
+        )
+        raise AuthenticationRequired(f"This needs an API token: {how}.")
+
+
+@dataclass
+class ToolOutcome:
+    structured: dict[str, Any] | None
+    text: str
+    is_error: bool = False
+    extra_text: list[str] = field(default_factory=list)
+
+
+# --- Listing -----------------------------------------------------------------------------------
+
+
+def _own_tools_published() -> list[CortexTool]:
+    switched_off = connectors_switched_off()
+    return [tool for tool in CORTEX_TOOLS if tool.connector not in switched_off]
+
+
+def _own_tool_listing(tool: CortexTool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "title": tool.title,
+        "description": tool.description,
+        "inputSchema": tool.input_schema(),
+        "outputSchema": tool.output_schema(),
+        "annotations": {
+            "title": tool.title,
+            "readOnlyHint": tool.read_only,
+            "openWorldHint": tool.open_world,
+            "idempotentHint": tool.idempotent,
+        },
+        "_meta": {"cortexweb/scope": tool.scope},
+    }
+
+
+def _catalogue_listing(tool: RemoteTool) -> dict[str, Any]:
+    # The upstream's own hints (synced) where it gave them; every catalogue tool reaches an upstream.
+    annotations = {k: v for k, v in (tool.annotations or {}).items() if k.endswith("Hint") or k == "title"}
+    annotations["openWorldHint"] = True
+    return {
+        "name": tool.name,
+        "description": tool.description
+        or tool.upstream_description
+        or f"{tool.name} ({tool.connector.slug})",
+        "inputSchema": tool.input_schema or ANY_OBJECT_SCHEMA,
+        "annotations": annotations,
+        "_meta": {
+            "cortexweb/scope": TokenScope.WRITE,
+            "cortexweb/connector": tool.connector.slug,
+            "cortexweb/tags": tool.tags,
+        },
+    }
+
+
+def _catalogue_tools() -> list[RemoteTool]:
+    return [tool for tool in tools_filtered() if tool.name not in CORTEX_TOOLS_BY_NAME]
+
+
+def _catalogue_knows(name: str) -> bool:
+    """A registry tool by canonical name or alias (the gateway resolves aliases as on REST)."""
+    try:
+        tool_resolve(name=name)
+    except NotFound:
+        return False
+    return True
+
+
+def mcp_tools_list() -> list[dict[str, Any]]:
+    """Every tool as ``tools/list`` shows it (MCP JSON): own tools first, then the catalogue."""
+    return [_own_tool_listing(tool) for tool in _own_tools_published()] + [
+        _catalogue_listing(tool) for tool in _catalogue_tools()
+    ]
+
+
+def mcp_tool_needs_token(name: str) -> bool:
+    """Whether calling ``name`` needs a token (the HTTP edge answers 401 before the call if so).
+
+    Own tools follow their REST twin (the service map is public); catalogue and unknown names need
+    one, so that probing names without a token learns nothing about the catalogue.
+    """
+    own = CORTEX_TOOLS_BY_NAME.get(name)
+    return own is None or own.scope is not None
+
+
+# --- Calling -----------------------------------------------------------------------------------
+
+# NUL and lone surrogates cannot be stored (Postgres refuses NUL in text) or encoded as UTF-8.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _unstorable_paths(value: Any, path: str = "arguments") -> list[str]:
+    if isinstance(value, str):
+        return [path] if _UNSTORABLE.search(value) else []
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _unstorable_paths(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [p for index, item in enumerate(value) for p in _unstorable_paths(item, f"{path}[{index}]")]
+    return []
+
+
+def _arguments_check(arguments: Any) -> dict[str, Any]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise ValidationFailed("'arguments' must be a JSON object.", details={"fields": []})
+    bad = _unstorable_paths(arguments)
+    if bad:
+        raise ValidationFailed(
+            "Strings may not contain NUL characters or unpaired surrogates; fix: " + ", ".join(bad) + ".",
+            details={
+                "fields": [{"path": path, "message": "contains NUL or a lone surrogate"} for path in bad]
+            },
+        )
+    return arguments
+
+
+def _validated(tool: CortexTool, arguments: dict[str, Any]) -> Any:
+    try:
+        return tool.input_model.model_validate(arguments)
+    except ValidationError as error:
+        details = pydantic_errors_to_details(list(error.errors()))
+        listed = "; ".join(
+            f"{item['path'] or '(arguments)'}: {item['message']}" for item in details["fields"]
+        )
+        raise ValidationFailed(
+            f"Invalid arguments for tool '{tool.name}': {listed}.", details=details
+        ) from error
+
+
+def _scope_check(tool_name: str, scope: str | None, caller: Caller) -> ApiToken | None:
+    """The caller's token when ``scope`` needs one (raising when it is missing or lacks the scope)."""
+    if scope is None:
+        return caller.token
+    token = caller.authenticated()
+    if not token.has_scope(scope):
+        raise PermissionDenied(
+            f"Tool '{tool_name}' needs a token with the '{scope}' scope.",
+            details={"required": scope, "granted": token.scopes},
+        )
+    return token
+
+
+def _feature_check(tool: CortexTool) -> None:
+    if tool.connector in connectors_switched_off():
+        flag = settings.CORTEX_CONNECTOR_FEATURE_FLAGS[tool.connector]
+        raise FeatureDisabled(
+            f"Tool '{tool.name}' is switched off ({flag} is false).", details={"flag": flag}
+        )
+
+
+def _own_call(tool: CortexTool, arguments: Any, caller: Caller, token: ApiToken | None) -> ToolOutcome:
+    payload = _validated(tool, _arguments_check(arguments))
+    context = CallContext(token=token, transport=caller.transport, base_url=caller.base_url)
+    result = tool.handler(payload, context)
+    structured = tool.output_model.model_validate(result).model_dump(mode="json", exclude_none=True)
+    return ToolOutcome(structured=structured, text=tool.summary(structured))
+
+
+def _catalogue_call(name: str, arguments: Any, caller: Caller, token: ApiToken | None) -> ToolOutcome:
+    answer = tool_call(
+        name=name, arguments=_arguments_check(arguments), token=token, transport=caller.transport
+    )
+    upstream = answer["result"]
+    texts = [
+        item["text"]
+        for item in (upstream.get("content") or [] if isinstance(upstream, dict) else [])
+        if isinstance(item, dict) and item.get("type") == "text"
+    ]
+    return ToolOutcome(structured=answer, text="\n".join(texts) or json.dumps(upstream, ensure_ascii=False))
+
+
+def _error_outcome(error: ApplicationError) -> ToolOutcome:
+    return ToolOutcome(
+        structured=None,
+        text=f"{error.code}: {error.message}",
+        is_error=True,
+        extra_text=[json.dumps(error_payload(error.code, error.message, error.details), ensure_ascii=False)],
+    )
+
+
+def mcp_tool_call(*, name: str, arguments: Any, caller: Caller) -> ToolOutcome:
+    """Run one ``tools/call``; raises only ``UnknownTool``. Records every call of an own tool here
+    (catalogue calls are recorded by the gateway), and counts every call in the MCP metrics."""
+    started = time.perf_counter()
+    own = CORTEX_TOOLS_BY_NAME.get(name)
+    if own is None and not _catalogue_knows(name):
+        metrics.mcp_tool_calls_total.labels(tool="(unknown)", outcome="unknown_tool").inc()
+        raise UnknownTool(name)
+    error: BaseException | None = None
+    token: ApiToken | None = caller.token
+    try:
+        if own is not None:
+            _feature_check(own)
+            token = _scope_check(name, own.scope, caller)
+            outcome = _own_call(own, arguments, caller, token)
+        else:
+            token = _scope_check(name, TokenScope.WRITE, caller)
+            outcome = _catalogue_call(name, arguments, caller, token)
+    except ApplicationError as application_error:
+        error = application_error
+        outcome = _error_outcome(application_error)
+    except Exception as unexpected:
+        # A bug, not the caller's doing: the trace goes to the log, the caller gets the correlation id.
+        logger.exception("mcp.tool_failed", tool=name)
+        error = unexpected
+        outcome = ToolOutcome(
+            structured=None,
+            text="internal_error: The tool failed unexpectedly; operators can find it in the logs "
+            f"by correlation id {caller.correlation_id or '(none)'}.",
+            is_error=True,
+        )
+    if own is not None:
+        tool_call_record(
+            tool=None,
+            tool_name=name,
+            connector_slug=OWN_CONNECTOR,
+            requested_name=name,
+            upstream_name="",
+            started=started,
+            token=token,
+            transport=caller.transport,
+            error=error,
+        )
+    outcome_label = "ok" if error is None else getattr(error, "code", "internal_error")
+    metrics.mcp_tool_calls_total.labels(tool=name, outcome=outcome_label).inc()
+    metrics.mcp_tool_duration_seconds.labels(tool=name).observe(time.perf_counter() - started)
+    return outcome
+
+
+def mcp_call_in_thread(caller: Caller, work: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Run ``work`` as a worker thread serving one MCP request: the caller's correlation id on every
+    log line, and the thread's database connection handled as Django does around a request."""
+    token = set_correlation_id(caller.correlation_id)
+    close_old_connections()
+    try:
+        return work(*args, **kwargs)
+    finally:
+        close_old_connections()
+        reset_correlation_id(token)
+
+
+# --- Resources ---------------------------------------------------------------------------------
+
+SERVICE_MAP_URI = "cortexweb://service-map"
+RESOURCE_TEMPLATES: list[dict[str, str]] = [
+    {
+        "uriTemplate": "cortexweb://facts/runs/{id}",
+        "name": "fact-run",
+        "title": "A fact run",
+        "description": "A fact run and its facts with provenance (as facts.run returns it).",
+        "mimeType": "application/json",
+    },
+    {
+        "uriTemplate": "cortexweb://facts/runs/{id}/prov.ttl",
+        "name": "fact-run-prov",
+        "title": "A fact run's PROV-O export",
+        "description": "The run's provenance as PROV-O Turtle: each fact wasDerivedFrom its Wikidata "
+        "statement.",
+        "mimeType": "text/turtle",
+    },
+    {
+        "uriTemplate": "cortexweb://knowledge/{entryId}",
+        "name": "knowledge-entry",
+        "title": "A knowledge entry",
+        "description": "A curated knowledge entry (e.g. SEC-022) with its source and URL.",
+        "mimeType": "application/json",
+    },
+]
+_RUN_URI = re.compile(r"^cortexweb://facts/runs/(?P<id>[^/]+)(?P<prov>/prov\.ttl)?$")
+_ENTRY_URI = re.compile(r"^cortexweb://knowledge/(?P<id>[^/]+)$")
+
+
+def mcp_resources_list() -> list[dict[str, str]]:
+    return [
+        {
+            "uri": SERVICE_MAP_URI,
+            "name": "service-map",
+            "title": "The signed service map",
+            "description": "Every connector and its published tools, signed (public).",
+            "mimeType": "application/json",
+        }
+    ]
+
+
+def mcp_resource_needs_token(uri: str) -> bool:
+    return uri != SERVICE_MAP_URI
+
+
+@dataclass(frozen=True)
+class ResourceContent:
+    uri: str
+    text: str
+    mime_type: str
+
+
+def mcp_resource_read(*, uri: str, caller: Caller) -> ResourceContent:
+    """The resource's text; ``ResourceNotFound`` for unknown URIs and ids, ``ResourceDenied`` without
+    a token with the ``read`` scope (everything but the service map needs one)."""
+    if uri == SERVICE_MAP_URI:
+        return ResourceContent(uri, service_map_cached().body.decode(), "application/json")
+    run_match, entry_match = _RUN_URI.match(uri), _ENTRY_URI.match(uri)
+    if not (run_match or entry_match):
+        raise ResourceNotFound(uri, "no resource has this URI; resources/templates/list shows the forms")
+    try:
+        _scope_check(uri, TokenScope.READ, caller)
+    except ApplicationError as error:
+        raise ResourceDenied(error) from error
+    try:
+        if run_match:
+            try:
+                run_id = UUID(run_match["id"])
+            except ValueError as error:
+                raise ResourceNotFound(uri, "a fact run id is a UUID") from error
+            run = wikidata_selectors.fact_run_get(run_id=run_id)
+            if run_match["prov"]:
+                return ResourceContent(uri, provenance.fact_run_prov(run=run, fmt="turtle"), "text/turtle")
+            outcome = wikidata_services.fact_run_outcome(run=run, base_url=caller.base_url)
+            return ResourceContent(uri, json.dumps(outcome, ensure_ascii=False), "application/json")
+        entry = knowledge_selectors.entry_get(entry_id=entry_match["id"])  # type: ignore[index]
+        return ResourceContent(
+            uri, json.dumps(knowledge_selectors.entry_as_dict(entry), ensure_ascii=False), "application/json"
+        )
+    except NotFound as error:
+        raise ResourceNotFound(uri, error.message) from error
+
+
+# --- The prompt --------------------------------------------------------------------------------
+
+GROUND_ANSWER = {
+    "name": "ground_answer",
+    "title": "Answer a question with verifiable grounding",
+    "description": "How to answer a question with CortexWeb's tools: gather facts and knowledge, draft, "
+    "verify the draft, and cite statement GUIDs and knowledge entry ids.",
+    "arguments": [{"name": "question", "description": "The question to answer.", "required": True}],
+}
+
+
+def ground_answer_prompt(*, question: str) -> str:
+    """The text of ``ground_answer``: the order in which the tools work together."""
+    question = " ".join(question.split())
+    if not question:
+        raise ValidationFailed("The prompt argument 'question' must not be empty.")
+    return (
+        f"Answer this question with claims you can verify: {question}\n\n"
+        "1. Gather evidence before you write:\n"
+        "   - facts.query with the question for Wikidata statements (if it returns a runId still "
+        "running, poll facts.run); each result's metadata.wikidata has the QID and claimGuid;\n"
+        "   - knowledge.search with the question for curated entries (ids such as SEC-022);\n"
+        "   - arxiv.search when the question is about research.\n"
+        "2. Draft the answer from that evidence only.\n"
+        "3. Call grounding.ground with the draft. Fix every claim it marks contradicted (use its "
+        "correction) and say plainly which claims stay unverified.\n"
+        "4. Cite as you go: a Wikidata statement by its claimGuid (e.g. Q42$…), a knowledge entry by "
+        "its id, a paper by its arXiv id. Never cite what no tool returned."
+    )

@@ -1,0 +1,330 @@
+"""CortexWeb's own MCP tools: the ``/v1/`` operations under MCP names, with the same schemas.
+
+Each tool names its REST twin's input and output schema (the ninja ``Schema`` classes, so the
+two surfaces cannot drift), the token scope the twin needs, and a handler that calls the same
+service the twin's endpoint calls. ``services.mcp_tool_call`` validates, authorises, records and
+renders; the handlers here only translate validated input into one service call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from ninja import Field, Schema
+from pydantic import BaseModel
+
+from apps.arxiv import services as arxiv_services
+from apps.arxiv.schemas import LookupIn, RunOut, SearchIn
+from apps.connectors import selectors as connector_selectors
+from apps.connectors.planner import plan_create
+from apps.connectors.schemas import PlanIn, PlanOut
+from apps.core.models import ApiToken, TokenScope
+from apps.core.schemas import StrictSchema
+from apps.grounding import services as grounding_services
+from apps.knowledge import selectors as knowledge_selectors
+from apps.knowledge.schemas import (
+    GroundIn,
+    GroundingMessageOut,
+    KnowledgeSearchIn,
+    KnowledgeSearchOut,
+    VerificationOut,
+    VerifyIn,
+)
+from apps.wikidata import selectors as wikidata_selectors
+from apps.wikidata import services as wikidata_services
+from apps.wikidata.schemas import FactQueryIn, FactRunOut
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling, over what, and the base URL that makes provenance links absolute."""
+
+    token: ApiToken | None
+    transport: str
+    base_url: str
+
+
+@dataclass(frozen=True)
+class CortexTool:
+    """One of CortexWeb's own tools, as ``tools/list`` shows it and ``tools/call`` runs it."""
+
+    name: str
+    title: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    handler: Callable[[Any, CallContext], dict[str, Any]]
+    summary: Callable[[dict[str, Any]], str]
+    # The scope of the REST twin; None when the twin is public (the service map).
+    scope: str | None = TokenScope.READ
+    read_only: bool = True
+    open_world: bool = False
+    idempotent: bool = True
+    # A connector whose feature flag switches this tool off (absent from tools/list, calls refused).
+    connector: str | None = None
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_model.model_json_schema()
+
+    def output_schema(self) -> dict[str, Any]:
+        return self.output_model.model_json_schema()
+
+
+# --- Inputs and outputs the REST twins take from the path or return untyped -------------------
+
+
+class FactRunIn(StrictSchema):
+    runId: UUID = Field(..., description="The runId facts.query answered.")
+
+
+class NoArguments(StrictSchema):
+    """The tool takes no arguments."""
+
+
+class ServiceMapOut(Schema):
+    """The signed service map (DESIGN §5.1): verify ``signature`` by recomputing it."""
+
+    id: str
+    brand: str
+    generatedAt: str
+    ttlSeconds: int
+    connectors: list[dict[str, Any]]
+    signature: str
+
+
+# --- Handlers ------------------------------------------------------------------------------
+
+
+def _facts_query(payload: FactQueryIn, context: CallContext) -> dict[str, Any]:
+    run = wikidata_services.fact_query_submit(**payload.submit_arguments())
+    run = wikidata_services.fact_run_wait(run=run, timeout=payload.waitSeconds)
+    return wikidata_services.fact_run_outcome(run=run, base_url=context.base_url)
+
+
+def _facts_run(payload: FactRunIn, context: CallContext) -> dict[str, Any]:
+    run = wikidata_selectors.fact_run_get(run_id=payload.runId)
+    return wikidata_services.fact_run_outcome(run=run, base_url=context.base_url)
+
+
+def _arxiv_answer(run: Any) -> dict[str, Any]:
+    run = arxiv_services.search_run_wait(run=run, timeout=settings.ARXIV_WAIT_SECONDS)
+    return arxiv_services.search_run_outcome(run=run)
+
+
+def _arxiv_search(payload: SearchIn, context: CallContext) -> dict[str, Any]:
+    return _arxiv_answer(arxiv_services.search_submit(payload=payload))
+
+
+def _arxiv_lookup(payload: LookupIn, context: CallContext) -> dict[str, Any]:
+    return _arxiv_answer(arxiv_services.lookup_submit(ids=payload.ids))
+
+
+def _knowledge_search(payload: KnowledgeSearchIn, context: CallContext) -> dict[str, Any]:
+    hits = knowledge_selectors.knowledge_search(
+        query=payload.query, domain=payload.domain, limit=payload.limit
+    )
+    return {"query": payload.query, "domain": payload.domain, "results": [hit.as_dict() for hit in hits]}
+
+
+def _knowledge_verify(payload: VerifyIn, context: CallContext) -> dict[str, Any]:
+    verification = grounding_services.claim_verify(claim=payload.claim, domain=payload.domain)
+    return grounding_services.verification_result(verification=verification)
+
+
+def _grounding_ground(payload: GroundIn, context: CallContext) -> dict[str, Any]:
+    grounding = grounding_services.message_ground(
+        message=payload.message, message_id=payload.messageId or "", mode=payload.mode
+    )
+    return grounding_services.grounding_message_result(grounding=grounding)
+
+
+def _service_map(payload: NoArguments, context: CallContext) -> dict[str, Any]:
+    return json.loads(connector_selectors.service_map_cached().body)
+
+
+def _agents_plan(payload: PlanIn, context: CallContext) -> dict[str, Any]:
+    return plan_create(intent=payload.intent, query=payload.query, scope=payload.scope)
+
+
+# --- Human-readable text beside the structured result ----------------------------------------
+
+
+def _facts_summary(result: dict[str, Any]) -> str:
+    if result.get("poll"):
+        return (
+            f"Fact run {result['runId']} is {result['status']}; call facts.run with "
+            f'{{"runId": "{result["runId"]}"}} to get its facts.'
+        )
+    lines = [
+        f"Fact run {result['runId']}: {result['status']}" + (" (degraded)" if result["degraded"] else "")
+    ]
+    if result.get("degradedReason"):
+        lines.append(f"Degraded because: {result['degradedReason']}")
+    for item in result.get("results") or []:
+        wikidata = item["metadata"].get("wikidata") or {}
+        cite = wikidata.get("claimGuid") or (item["metadata"].get("knowledge") or {}).get("entryId") or ""
+        lines.append(f"- {item['text']} [{cite}] (score {item['score']:.3f})")
+    if result.get("error"):
+        lines.append(f"Error: {result['error'].get('message')}")
+    return "\n".join(lines)
+
+
+def _arxiv_summary(result: dict[str, Any]) -> str:
+    if result.get("poll"):
+        return f"arXiv run {result['runId']} is {result['status']}; it is still waiting for arXiv."
+    items = result.get("items") or []
+    lines = [f"{result.get('totalResults', len(items))} papers on arXiv; {len(items)} here:"]
+    lines += [f"- {item['id']}: {item['title']} ({item.get('published', '')[:10]})" for item in items]
+    return "\n".join(lines)
+
+
+def _search_summary(result: dict[str, Any]) -> str:
+    lines = [f"{len(result['results'])} knowledge entries for {result['query']!r}:"]
+    lines += [f"- {hit['id']} ({hit['domain']}): {hit['topic']}" for hit in result["results"]]
+    return "\n".join(lines)
+
+
+def _verification_summary(result: dict[str, Any]) -> str:
+    sources = ", ".join(source.get("id", "") for source in result["sources"] if source.get("id"))
+    text = f"{result['verdict']} (confidence {result['confidence']:.2f}): {result['claim']}"
+    if sources:
+        text += f"\nSources: {sources}"
+    if result.get("correction"):
+        text += f"\nCorrection: {result['correction']}"
+    return text
+
+
+def _grounding_summary(result: dict[str, Any]) -> str:
+    return "\n".join([result["summary"], *(_verification_summary(item) for item in result["verifications"])])
+
+
+def _service_map_summary(result: dict[str, Any]) -> str:
+    names = [tool["name"] for connector in result["connectors"] for tool in connector.get("remoteTools", [])]
+    return (
+        f"Service map {result['id']} ({len(result['connectors'])} connectors, {len(names)} tools), "
+        f"signed; valid {result['ttlSeconds']} s."
+    )
+
+
+def _plan_summary(result: dict[str, Any]) -> str:
+    steps = [f"{step['order']}. {step['tool']} ({step['purpose']})" for step in result["steps"]]
+    return "\n".join([f"Plan for {result['intent']}: {result['query']!r}", *steps])
+
+
+CORTEX_TOOLS: tuple[CortexTool, ...] = (
+    CortexTool(
+        name="facts.query",
+        title="Ask a factual question (Wikidata, with provenance)",
+        description="Answers a factual question from Wikidata statements, best first, each with its QID, "
+        "statement GUID, rank, references and the SPARQL that enriched it. Waits up to waitSeconds; a run "
+        "still going then is returned with its runId: poll it with facts.run.",
+        input_model=FactQueryIn,
+        output_model=FactRunOut,
+        handler=_facts_query,
+        summary=_facts_summary,
+        read_only=False,
+        open_world=True,
+        idempotent=False,
+    ),
+    CortexTool(
+        name="facts.run",
+        title="A fact run and its facts",
+        description="The state of a fact run (facts.query's runId) and, once finished, its facts with "
+        "provenance.",
+        input_model=FactRunIn,
+        output_model=FactRunOut,
+        handler=_facts_run,
+        summary=_facts_summary,
+    ),
+    CortexTool(
+        name="arxiv.search",
+        title="Search arXiv",
+        description="Searches arXiv (one request every 3 s across CortexWeb, identical searches served from "
+        "stored results). Returns papers with ids, titles, summaries, authors, categories and links.",
+        input_model=SearchIn,
+        output_model=RunOut,
+        handler=_arxiv_search,
+        summary=_arxiv_summary,
+        read_only=False,
+        open_world=True,
+        idempotent=False,
+        connector="arxiv",
+    ),
+    CortexTool(
+        name="arxiv.lookup",
+        title="arXiv papers by id",
+        description="Fetches arXiv papers by id (latest version unless one is named), under arXiv's "
+        "rate limit.",
+        input_model=LookupIn,
+        output_model=RunOut,
+        handler=_arxiv_lookup,
+        summary=_arxiv_summary,
+        read_only=False,
+        open_world=True,
+        idempotent=False,
+        connector="arxiv",
+    ),
+    CortexTool(
+        name="knowledge.search",
+        title="Search the curated knowledge base",
+        description="Hybrid (semantic + full-text) search of the curated knowledge entries, optionally in "
+        "one domain (security, performance, compliance, technology). Cite entries by their id.",
+        input_model=KnowledgeSearchIn,
+        output_model=KnowledgeSearchOut,
+        handler=_knowledge_search,
+        summary=_search_summary,
+    ),
+    CortexTool(
+        name="knowledge.verify",
+        title="Verify one claim",
+        description="Checks one claim against the knowledge base (and Wikidata for named entities): "
+        "supported, contradicted (with a correction) or unverified, with confidence and the sources it "
+        "rests on. Every verification is stored for operators to review.",
+        input_model=VerifyIn,
+        output_model=VerificationOut,
+        handler=_knowledge_verify,
+        summary=_verification_summary,
+        read_only=False,
+        idempotent=False,
+    ),
+    CortexTool(
+        name="grounding.ground",
+        title="Ground a whole message",
+        description="Extracts the claims of a message, verifies each, and returns the verdicts, the "
+        "knowledge to inject and a summary. Use it on a draft answer before sending it.",
+        input_model=GroundIn,
+        output_model=GroundingMessageOut,
+        handler=_grounding_ground,
+        summary=_grounding_summary,
+        read_only=False,
+        idempotent=False,
+    ),
+    CortexTool(
+        name="connectors.service_map",
+        title="The signed service map",
+        description="Every connector and its published tools with tags and scopes, signed (HMAC-SHA256 over "
+        "RFC 8785 JSON). Public, like GET /v1/connectors/service-map.",
+        input_model=NoArguments,
+        output_model=ServiceMapOut,
+        handler=_service_map,
+        summary=_service_map_summary,
+        scope=None,
+    ),
+    CortexTool(
+        name="agents.plan",
+        title="Plan tool steps for an intent",
+        description="Ordered tool steps for a fact query or a literature search, chosen from the registry by "
+        "tags and scopes.",
+        input_model=PlanIn,
+        output_model=PlanOut,
+        handler=_agents_plan,
+        summary=_plan_summary,
+    ),
+)
+
+CORTEX_TOOLS_BY_NAME: dict[str, CortexTool] = {tool.name: tool for tool in CORTEX_TOOLS}
