@@ -302,7 +302,7 @@ class McpHttpApp:
                     error_payload("payload_too_large", "The request body is larger than the server accepts."),
                 )
                 return
-            if _needs_token(body):
+            if await _in_thread(caller, _needs_token, body):
                 authorization = headers.get("authorization", "")
                 try:
                     token = await _in_thread(caller, _bearer_token, authorization)

@@ -189,11 +189,14 @@ def mcp_tools_list() -> list[dict[str, Any]]:
 def mcp_tool_needs_token(name: str) -> bool:
     """Whether calling ``name`` needs a token (the HTTP edge answers 401 before the call if so).
 
-    Own tools follow their REST twin (the service map is public); catalogue and unknown names need
-    one, so that probing names without a token learns nothing about the catalogue.
+    Own tools follow their REST twin (the service map is public); catalogue tools need one, as
+    ``/v1/tools/call`` does. An unknown name needs none: the protocol's unknown-tool error says no
+    more than the public ``tools/list`` does.
     """
     own = CORTEX_TOOLS_BY_NAME.get(name)
-    return own is None or own.scope is not None
+    if own is not None:
+        return own.scope is not None
+    return _catalogue_knows(name)
 
 
 # --- Calling -----------------------------------------------------------------------------------
