@@ -18,7 +18,7 @@ from apps.connectors.selectors import process_caches_clear
 from apps.connectors.services import registry_changed
 from apps.core.models import ApiToken
 from apps.core.redis import get_redis
-from apps.core.services import api_token_create
+from apps.core.services import api_token_create, api_token_limiter
 from cortexweb.celery import app as celery_app
 
 
@@ -70,7 +70,10 @@ def make_token(db: None):
     """Create a token with the given scopes; returns (row, raw token)."""
 
     def _make(*scopes: str, name: str = "test") -> tuple[ApiToken, str]:
-        return api_token_create(name=name, scopes=scopes or ("read",))
+        row, raw = api_token_create(name=name, scopes=scopes or ("read",))
+        # Ids restart with each test database while Redis keeps the limiter of an earlier run's token.
+        api_token_limiter(token=row).reset()
+        return row, raw
 
     return _make
 

@@ -106,17 +106,20 @@ def api_token_authenticate(*, raw_token: str) -> ApiToken:
     return token
 
 
+def api_token_limiter(*, token: ApiToken) -> RateLimiter:
+    """The token's own request limiter (``CORTEX_TOKEN_REQUESTS_PER_MINUTE``, ``CORTEX_TOKEN_BURST``)."""
+    per_minute = max(settings.CORTEX_TOKEN_REQUESTS_PER_MINUTE, 1)
+    return RateLimiter(f"token:{token.pk}", interval=60.0 / per_minute, burst=settings.CORTEX_TOKEN_BURST)
+
+
 def api_token_rate_check(*, token: ApiToken) -> None:
     """Count one request against the token's limit, shared by every process through Redis.
 
     ``RateLimited`` (429, ``Retry-After``) once ``CORTEX_TOKEN_REQUESTS_PER_MINUTE`` is spent beyond
     a burst of ``CORTEX_TOKEN_BURST``; requests never queue. A limit of 0 switches it off.
     """
-    per_minute = settings.CORTEX_TOKEN_REQUESTS_PER_MINUTE
-    if per_minute <= 0:
-        return
-    limiter = RateLimiter(f"token:{token.pk}", interval=60.0 / per_minute, burst=settings.CORTEX_TOKEN_BURST)
-    limiter.check()
+    if settings.CORTEX_TOKEN_REQUESTS_PER_MINUTE > 0:
+        api_token_limiter(token=token).check()
 
 
 def event_emit(*, name: str, payload: dict[str, Any] | None = None) -> Event:

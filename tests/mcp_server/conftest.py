@@ -26,6 +26,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from apps.connectors.services import manifest_import
+from tests.connectors.conftest import default_manifest, default_registry  # noqa: F401 - for wikidata_mcp
+from tests.connectors.mcp_server import mcp_servers_fixture, wikidata_mcp_fixture  # noqa: F401 - the fake MCP
 from tests.grounding.test_verify import (
     PACK,
     pack,  # noqa: F401 - a fixture the MCP tests use
@@ -115,6 +117,13 @@ def subprocess_environment(**extra: str) -> dict[str, str]:
         "CORTEX_DATA_DIR": str(django_settings.CORTEX_DATA_DIR),
         "PROMETHEUS_MULTIPROC_DIR": django_settings.PROMETHEUS_MULTIPROC_DIR,
         "FEATURE_ARXIV": "true",
+        # The upstreams as this test configured them (local replays or closed ports), never the internet.
+        "WIKIDATA_MCP_URL": os.environ.get("WIKIDATA_MCP_URL", "http://127.0.0.1:9/mcp/"),
+        "WIKIDATA_API_URL": django_settings.WIKIDATA_API_URL,
+        "WIKIDATA_VECTOR_URL": django_settings.WIKIDATA_VECTOR_URL,
+        "WIKIDATA_SPARQL_URL": django_settings.WIKIDATA_SPARQL_URL,
+        "WIKIDATA_MAX_RETRIES": str(django_settings.WIKIDATA_MAX_RETRIES),
+        "ARXIV_API_URL": django_settings.ARXIV_API_URL,
     }
     environment.update(extra)
     return environment
