@@ -235,7 +235,7 @@ def _validated(tool: CortexTool, arguments: dict[str, Any]) -> Any:
     try:
         return tool.input_model.model_validate(arguments)
     except ValidationError as error:
-        details = pydantic_errors_to_details(list(error.errors()))
+        details = pydantic_errors_to_details([dict(item) for item in error.errors()])
         listed = "; ".join(
             f"{item['path'] or '(arguments)'}: {item['message']}" for item in details["fields"]
         )
