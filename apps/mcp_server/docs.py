@@ -131,7 +131,8 @@ def _resources_section() -> list[str]:
 
 
 def _prompt_section() -> list[str]:
-    prompt = services.GROUND_ANSWER
+    # The prompt is a plain dict literal (the SDK's Prompt takes it as is); its values vary in type.
+    prompt: dict[str, Any] = services.GROUND_ANSWER
     arguments = ", ".join(
         f"`{argument['name']}`"
         + (" (required)" if argument.get("required") else "")

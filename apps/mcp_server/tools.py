@@ -8,6 +8,8 @@ renders; the handlers here only translate validated input into one service call.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,10 +71,17 @@ class CortexTool:
     connector: str | None = None
 
     def input_schema(self) -> dict[str, Any]:
-        return self.input_model.model_json_schema()
+        return copy.deepcopy(_json_schema(self.input_model))
 
     def output_schema(self) -> dict[str, Any]:
-        return self.output_model.model_json_schema()
+        return copy.deepcopy(_json_schema(self.output_model))
+
+
+@functools.cache
+def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    # Generating a schema costs about 1 ms per model, and tools/list shows 18 of them on every call
+    # (bench/mcp.py: 2x the REST catalogue's time without this cache, 1.2x with it).
+    return model.model_json_schema()
 
 
 # --- Inputs and outputs the REST twins take from the path or return untyped -------------------

@@ -46,7 +46,8 @@ class LiveServer:
     def __init__(self) -> None:
         from cortexweb.asgi import application
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP: uvicorn then sets TCP_NODELAY on accepted connections (no 40 ms delayed-ACK wait).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
