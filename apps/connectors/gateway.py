@@ -13,6 +13,7 @@ descriptions: those are the operator's.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass, field
@@ -93,25 +94,8 @@ def tool_call(
             details={"tool": tool.name, "connector": connector.slug},
         )
     upstream_name = tool.upstream_call_name
-    try:
-        _arguments_validate(tool, arguments)
-        _rate_limit_wait(connector)
-        result = _dispatch(tool, arguments)
-        _text_errors_raise(tool, upstream_name, result)
-    except Exception as error:
-        tool_call_record(
-            tool=tool,
-            tool_name=tool.name,
-            connector_slug=connector.slug,
-            requested_name=name,
-            upstream_name=upstream_name,
-            started=started,
-            token=token,
-            transport=transport,
-            error=error,
-        )
-        raise
-    duration_ms = tool_call_record(
+    record = functools.partial(
+        tool_call_record,
         tool=tool,
         tool_name=tool.name,
         connector_slug=connector.slug,
@@ -121,6 +105,15 @@ def tool_call(
         token=token,
         transport=transport,
     )
+    try:
+        _arguments_validate(tool, arguments)
+        _rate_limit_wait(connector)
+        result = _dispatch(tool, arguments)
+        _text_errors_raise(tool, upstream_name, result)
+    except Exception as error:
+        record(error=error)
+        raise
+    duration_ms = record()
     return {
         "tool": tool.name,
         "upstreamTool": upstream_name,

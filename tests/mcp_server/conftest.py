@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from apps.connectors.services import manifest_import
+from tests.arxiv.test_api import arxiv  # noqa: F401 - the arXiv replay, for the arxiv tools
 from tests.connectors.conftest import default_manifest, default_registry  # noqa: F401 - for wikidata_mcp
 from tests.connectors.mcp_server import mcp_servers_fixture, wikidata_mcp_fixture  # noqa: F401 - the fake MCP
 from tests.grounding.test_verify import (

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client as DjangoClient
 
-from apps.arxiv.services import arxiv_limiter
 from apps.connectors.models import ToolCall
 from apps.core.models import Event
 from apps.wikidata.models import Fact
-from tests.arxiv.replay_server import ReplayArxiv
 from tests.mcp_server.conftest import PACK_ENTRY_IDS, http_session, text_of
 from tests.wikidata.replay_server import Reply
 from tests.wikidata.test_facts import P31_GUID, P31_STATEMENT_URI, Q42_VECTOR_HIT
@@ -41,16 +38,6 @@ CATALOGUE_TOOLS = [
     "wikidata.sparql",
     "wikidata.get_hierarchy",
 ]
-
-
-@pytest.fixture
-def arxiv(settings) -> Iterator[ReplayArxiv]:
-    server = ReplayArxiv().start()
-    settings.ARXIV_API_URL = server.url
-    settings.ARXIV_MIN_INTERVAL_SECONDS = 0.05
-    arxiv_limiter().reset()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import pytest
 from apps.connectors.models import Connector, ToolCall
 from apps.connectors.services import registry_changed
 from tests.mcp_server.conftest import PACK_ENTRY_IDS, stdio_parameters, stdio_session, text_of
+from tests.mcp_server.test_http import OWN_TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,17 +42,7 @@ def test_the_sdk_client_flow_over_stdio(registry, pack, make_token) -> None:
 
     found = asyncio.run(go())
     assert found["protocol"]
-    assert found["tools"][:9] == [
-        "facts.query",
-        "facts.run",
-        "arxiv.search",
-        "arxiv.lookup",
-        "knowledge.search",
-        "knowledge.verify",
-        "grounding.ground",
-        "connectors.service_map",
-        "agents.plan",
-    ]
+    assert found["tools"][: len(OWN_TOOLS)] == OWN_TOOLS
     search = found["search"]
     assert search.is_error is False, text_of(search)
     assert len(search.structured_content["results"]) == 2
