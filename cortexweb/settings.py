@@ -41,6 +41,20 @@ REDIS_URL = _redis_url
 DATABASES = {"default": env.db_url_config(_database_url)}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Bounded waits, so a stalled Postgres costs a request seconds (then a 503), not a hung worker:
+# connecting gives up after DATABASE_CONNECT_TIMEOUT seconds (libpq's minimum is 2), and the server
+# cancels any statement running longer than DATABASE_STATEMENT_TIMEOUT seconds (0 = no limit).
+DATABASE_CONNECT_TIMEOUT = env.int("DATABASE_CONNECT_TIMEOUT", default=5)
+DATABASE_STATEMENT_TIMEOUT = env.float("DATABASE_STATEMENT_TIMEOUT", default=30.0)
+_database_options = DATABASES["default"].setdefault("OPTIONS", {})
+_database_options.setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)
+if DATABASE_STATEMENT_TIMEOUT > 0:
+    _statement_timeout = f"-c statement_timeout={round(DATABASE_STATEMENT_TIMEOUT * 1000)}"
+    _database_options["options"] = f"{_database_options.get('options', '')} {_statement_timeout}".strip()
+# Every Redis client (our own, Django's cache, Celery's broker and results) gives up on a connection
+# attempt after REDIS_SOCKET_CONNECT_TIMEOUT seconds and on an answer after REDIS_SOCKET_TIMEOUT.
+REDIS_SOCKET_CONNECT_TIMEOUT = env.float("REDIS_SOCKET_CONNECT_TIMEOUT", default=2.0)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=5.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
@@ -95,7 +109,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "apps.core.middleware.CorrelationIdMiddleware",
+    # The edge (apps/core/middleware.py): error shape on /v1/, 503 for outages, body limit, text check.
+    "apps.core.middleware.AgentApiErrorShapeMiddleware",
+    "apps.core.middleware.DependencyOutageMiddleware",
     "apps.core.middleware.RequestBodyLimitMiddleware",
+    "apps.core.middleware.UnstorableTextMiddleware",
     "apps.core.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -160,6 +178,10 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "cortex:cache",
+        "OPTIONS": {
+            "socket_connect_timeout": REDIS_SOCKET_CONNECT_TIMEOUT,
+            "socket_timeout": REDIS_SOCKET_TIMEOUT,
+        },
     }
 }
 
@@ -178,6 +200,31 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_WORKER_QUEUES = ["default", "arxiv", "wikidata"]
 CELERY_TASK_ROUTES = {"arxiv.*": {"queue": "arxiv"}, "wikidata.*": {"queue": "wikidata"}}
 CELERY_RESULT_EXPIRES = 3600
+# With acks_late, Redis hands an unacknowledged message out again after visibility_timeout. It must
+# exceed the longest run (deadlines are under two minutes) so a slow run is never executed twice;
+# recovering runs of a killed worker is the sweep's job (apps/core/runs.py), not the broker's, so it
+# need not be short. Duplicate deliveries are refused by the run claim anyway.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=1800),
+    # Bounded like every Redis client (the worker's 1 s BRPOP polls stay well inside them).
+    "socket_connect_timeout": REDIS_SOCKET_CONNECT_TIMEOUT,
+    "socket_timeout": REDIS_SOCKET_TIMEOUT,
+}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_SOCKET_CONNECT_TIMEOUT
+CELERY_REDIS_SOCKET_TIMEOUT = REDIS_SOCKET_TIMEOUT
+
+# The run lifecycle (apps/core/runs.py): a worker beats every HEARTBEAT seconds while it executes a
+# run; the sweep, every SWEEP seconds, re-enqueues a running run silent for STALE seconds (its
+# worker died) and fails it after MAX_EXECUTIONS starts; a queued run whose message was lost is
+# sent again after REDELIVER seconds. A killed run resumes within STALE + SWEEP seconds.
+CORTEX_RUN_HEARTBEAT_SECONDS = env.float("CORTEX_RUN_HEARTBEAT_SECONDS", default=5.0)
+CORTEX_RUN_STALE_SECONDS = env.float("CORTEX_RUN_STALE_SECONDS", default=30.0)
+CORTEX_RUN_SWEEP_SECONDS = env.float("CORTEX_RUN_SWEEP_SECONDS", default=15.0)
+CORTEX_RUN_MAX_EXECUTIONS = env.int("CORTEX_RUN_MAX_EXECUTIONS", default=3)
+CORTEX_RUN_REDELIVER_SECONDS = env.float("CORTEX_RUN_REDELIVER_SECONDS", default=300.0)
+CELERY_BEAT_SCHEDULE = {
+    "runs-sweep": {"task": "core.runs_sweep", "schedule": CORTEX_RUN_SWEEP_SECONDS},
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
@@ -201,9 +248,20 @@ CORTEX_USER_AGENT = env.str(
 )
 CORTEX_HTTP_CONNECT_TIMEOUT = env.float("CORTEX_HTTP_CONNECT_TIMEOUT", default=5.0)
 CORTEX_HTTP_READ_TIMEOUT = env.float("CORTEX_HTTP_READ_TIMEOUT", default=30.0)
+# Outbound requests (connectors, upstreams) to loopback, private, link-local/metadata and other
+# non-public addresses are refused (apps/core/outbound.py) unless allowed here: CIDR networks, and
+# host names (".example.org" = that name and every name under it). Empty by default.
+CORTEX_OUTBOUND_ALLOW_NETWORKS = env.list("CORTEX_OUTBOUND_ALLOW_NETWORKS", default=[])
+CORTEX_OUTBOUND_ALLOW_HOSTS = env.list("CORTEX_OUTBOUND_ALLOW_HOSTS", default=[])
 # Per-token request limit on /v1/, /api/ and MCP calls, shared by every process (0 = none).
 CORTEX_TOKEN_REQUESTS_PER_MINUTE = env.int("CORTEX_TOKEN_REQUESTS_PER_MINUTE", default=600)
 CORTEX_TOKEN_BURST = env.int("CORTEX_TOKEN_BURST", default=120)
+# Page submissions that start upstream work (a fact question, a live arXiv search, an admin re-run),
+# per signed-in user across every process (0 = none); docs/security.md.
+CORTEX_PAGE_SUBMISSIONS_PER_MINUTE = env.int("CORTEX_PAGE_SUBMISSIONS_PER_MINUTE", default=10)
+CORTEX_PAGE_SUBMISSION_BURST = env.int("CORTEX_PAGE_SUBMISSION_BURST", default=5)
+# Peers that may read /metrics without a token (anyone else needs a token with the read scope).
+CORTEX_METRICS_ALLOW_NETWORKS = env.list("CORTEX_METRICS_ALLOW_NETWORKS", default=["127.0.0.0/8", "::1/128"])
 CORTEX_READYZ_CELERY_TIMEOUT = env.float("CORTEX_READYZ_CELERY_TIMEOUT", default=2.0)
 # Must be in the environment before prometheus_client is first imported, in
 # every process, so web and worker samples are written to files /metrics sums.

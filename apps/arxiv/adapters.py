@@ -27,4 +27,7 @@ def arxiv_search_tool(tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     run = services.search_run_wait(
         run=services.search_submit(payload=payload), timeout=settings.ARXIV_WAIT_SECONDS
     )
+    failure = services.search_run_error(run=run)
+    if failure is not None:  # a tool call whose run failed is a failed call
+        raise failure
     return services.search_run_outcome(run=run)

@@ -7,6 +7,8 @@ import uuid
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
+from apps.core.models import TrackedRun
+
 
 class Paper(models.Model):
     """One arXiv article (by base id), upserted with its latest metadata whenever a run sees it."""
@@ -59,6 +61,8 @@ class PaperVersion(models.Model):
 
 
 class RunStatus(models.TextChoices):
+    """The shared run lifecycle's states plus one of arXiv's own: the rate limit left no slot in time."""
+
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
@@ -76,7 +80,7 @@ class SearchRunQuerySet(models.QuerySet["SearchRun"]):
         return self.filter(status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.RATE_LIMITED])
 
 
-class SearchRun(models.Model):
+class SearchRun(TrackedRun):
     """One request for arXiv results: its parameters, how it went, and the page it produced.
 
     A run answered from a recent identical run's stored page has ``cached_from`` set and
@@ -89,11 +93,9 @@ class SearchRun(models.Model):
     parameters = models.JSONField(help_text="The request as the API received it (normalised).")
     arxiv_params = models.JSONField(help_text="The query parameters sent to arXiv.")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0, help_text="Requests sent to arXiv for this run.")
     rate_limit_waits = models.PositiveIntegerField(default=0, help_text="Requests that waited for a slot.")
     waited_seconds = models.FloatField(default=0.0, help_text="Time spent waiting for slots and backoff.")
-    error = models.TextField(blank=True)
-    error_type = models.CharField(max_length=64, blank=True)
     retryable = models.BooleanField(
         default=False, help_text="The last error was transient: retrying later may work."
     )
@@ -101,12 +103,8 @@ class SearchRun(models.Model):
     result = models.JSONField(null=True, blank=True, help_text="The normalised page.")
     papers = models.ManyToManyField(Paper, through="SearchRunPaper", related_name="runs")
     cached_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
-    correlation_id = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.FloatField(null=True, blank=True)
 
+    execute_task = "apps.arxiv.tasks.search_run_execute_task"
     objects = SearchRunQuerySet.as_manager()
 
     class Meta:

@@ -48,3 +48,4 @@ class RunOut(Schema):
     itemsPerPage: int | None = None
     nextStart: int | None = None
     poll: str | None = None
+    error: dict[str, Any] | None = None

@@ -21,7 +21,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from apps.arxiv import metrics as arxiv_metrics
@@ -34,6 +33,16 @@ from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError, error_
 from apps.core.http import full_jitter_delay
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
+from apps.core.runs import (
+    RunSuperseded,
+    run_claim,
+    run_deadline_start,
+    run_enqueue,
+    run_failure,
+    run_fence,
+    run_finish,
+    run_heartbeat,
+)
 from apps.core.services import event_emit, row_wait
 from apps.core.signing import canonical_json
 
@@ -109,10 +118,7 @@ def search_run_submit(
         event_emit(name="arxiv.tool.completed", payload=_event_payload(run, cached=True))
         return run
     run = SearchRun.objects.create(**common)
-    from apps.arxiv.tasks import search_run_execute_task  # tasks import this module
-
-    run_id = str(run.pk)
-    transaction.on_commit(lambda: search_run_execute_task.delay(run_id))
+    run_enqueue(run=run)
     return run
 
 
@@ -154,11 +160,8 @@ def search_run_wait(*, run: SearchRun, timeout: float) -> SearchRun:
 
 
 def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
-    """The API's answer for a run: its page, or the error it ended with raised.
-
-    Raises ``RateLimited`` (429 with retryAfter) or ``UpstreamError`` (502) for failed runs;
-    returns ``{"runId", "status"}`` only for runs still queued or running.
-    """
+    """The API's answer for a run: its page once succeeded; ``{"runId", "status", "poll"}`` while
+    queued or running; its ``error`` (code, message, details) once it failed or was rate limited."""
     if run.status == RunStatus.SUCCEEDED:
         source = run.cached_from or run
         return {
@@ -169,19 +172,28 @@ def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
             "brand": settings.CORTEX_BRAND,
             **(source.result or {}),
         }
+    if run.pending:
+        return {"runId": str(run.pk), "status": run.status, "poll": f"/v1/arxiv/runs/{run.pk}"}
+    details: dict[str, Any] = {"upstream": "arxiv", "retryable": run.retryable}
     if run.status == RunStatus.RATE_LIMITED:
-        raise RateLimited(run.error, retry_after=run.retry_after or 0.0, details={"runId": str(run.pk)})
-    if run.status == RunStatus.FAILED:
-        raise UpstreamError(
-            run.error,
-            details={
-                "runId": str(run.pk),
-                "upstream": "arxiv",
-                "type": run.error_type,
-                "retryable": run.retryable,
-            },
-        )
-    return {"runId": str(run.pk), "status": run.status, "poll": f"/v1/arxiv/runs/{run.pk}"}
+        details |= {"retryAfter": run.retry_after or 0.0, "retryable": True}
+    return {
+        "runId": str(run.pk),
+        "status": run.status,
+        "source": "arxiv",
+        "error": run_failure(run=run, **details),
+    }
+
+
+def search_run_error(*, run: SearchRun) -> RateLimited | UpstreamError | None:
+    """A finished run's failure as the error a synchronous caller raises (a gateway tool call, the
+    live search page): 429 with ``Retry-After`` or 502; None unless the run failed."""
+    failure = run_failure(run=run, upstream="arxiv", retryable=run.retryable)
+    if failure is None:
+        return None
+    if run.status == RunStatus.RATE_LIMITED:
+        return RateLimited(run.error, retry_after=run.retry_after or 0.0, details=failure["details"])
+    return UpstreamError(run.error, details=failure["details"])
 
 
 # --- Executing (Celery worker) -----------------------------------------------------------
@@ -206,21 +218,27 @@ class _Progress:
 
 
 def search_run_execute(*, run_id: str) -> SearchRun:
-    """Call arXiv for a queued run (idempotent: a finished run is left as it is)."""
-    with transaction.atomic():
-        run = SearchRun.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.QUEUED:
-            return run
-        run.status, run.started_at = RunStatus.RUNNING, timezone.now()
-        run.save(update_fields=["status", "started_at"])
-    event_emit(name="arxiv.tool.started", payload=_event_payload(run))
+    """Call arXiv for a queued run under the shared run lifecycle (claim, heartbeat, fenced finish).
+
+    A finished run, or one another worker is executing, is left as it is; a run whose worker was
+    lost is executed again (papers are upserted by arXiv id and linked once per run).
+    """
+    run = run_claim(model=SearchRun, run_id=run_id)
+    if run is None:
+        return SearchRun.objects.get(pk=run_id)
+    if run.executions == 1:  # a re-execution is announced by the sweep's runs.requeued instead
+        event_emit(name="arxiv.tool.started", payload=_event_payload(run))
+    with run_heartbeat(run=run):
+        try:
+            return _execute(run)
+        except RunSuperseded:  # this worker stalled past its heartbeat; another one owns the run now
+            return SearchRun.objects.get(pk=run_id)
+
+
+def _execute(run: SearchRun) -> SearchRun:
     started = time.perf_counter()
-    # The deadline counts from submission: time spent queued for a worker is part of the wait.
-    deadline = (
-        time.monotonic()
-        + settings.ARXIV_RUN_DEADLINE_SECONDS
-        - (timezone.now() - run.created_at).total_seconds()
-    )
+    # On a first execution the deadline counts from submission: time queued is part of the wait.
+    deadline = time.monotonic() + settings.ARXIV_RUN_DEADLINE_SECONDS - run_deadline_start(run=run)
     progress = _Progress()
     client = ArxivClient(
         api_url=settings.ARXIV_API_URL,
@@ -285,21 +303,23 @@ def _search_with_retries(
             attempt += 1
 
 
-def _finish(run: SearchRun, started: float, progress: _Progress, **fields: Any) -> SearchRun:
+def _finish(run: SearchRun, started: float, progress: _Progress, **fields: Any) -> None:
+    """The run's outcome, written while this execution still owns the run (``RunSuperseded``
+    otherwise, and nothing is written)."""
     duration = time.perf_counter() - started
-    for name, value in fields.items():
-        setattr(run, name, value)
-    run.finished_at = timezone.now()
-    run.duration_ms = round(duration * 1000, 1)
-    run.rate_limit_waits = progress.rate_limit_waits
-    run.waited_seconds = round(progress.waited_seconds, 3)
-    run.save()
+    if not run_finish(
+        run=run,
+        duration_seconds=duration,
+        rate_limit_waits=progress.rate_limit_waits,
+        waited_seconds=round(progress.waited_seconds, 3),
+        **fields,
+    ):
+        raise RunSuperseded(str(run.pk))
     arxiv_metrics.tool_duration_seconds.observe(duration)
-    return run
 
 
 def _finish_succeeded(run: SearchRun, page: ArxivPage, started: float, progress: _Progress) -> SearchRun:
-    with transaction.atomic():
+    with run_fence(run=run):
         papers = [paper_upsert(entry=entry) for entry in page.items]
         SearchRunPaper.objects.bulk_create(
             [SearchRunPaper(run=run, paper=paper, rank=rank) for rank, paper in enumerate(papers, start=1)],

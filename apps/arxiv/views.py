@@ -1,5 +1,11 @@
 """HTMX pages of stored arXiv papers: the list with filters, a live arXiv search, runs, one paper.
 
+Stored papers are public arXiv metadata and open to anyone; the live search and the runs (agents'
+queries) are for signed-in staff with a page role (docs/security.md): searching needs
+``arxiv.add_searchrun``, reading runs ``arxiv.view_searchrun`` (or the search permission), and a
+paper's page lists the runs that found it only to them. Each live search counts against the user's
+page-submission limit.
+
 Each view renders its page, or for an HTMX request only the fragment the page includes.
 The live search never answers a 500: every outcome (results, still running, rate limited,
 upstream failure, feature switched off, bad input) is a message on the page. Full pages
@@ -25,10 +31,14 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.arxiv import selectors, services
 from apps.arxiv.forms import LiveSearchForm, PaperFilterForm
 from apps.arxiv.models import Paper, RunStatus, SearchRun
-from apps.core.errors import ApplicationError, FeatureDisabled, NotFound, RateLimited, UpstreamError
-from apps.core.pages import render_page_or_fragment, web_url
+from apps.core.errors import ApplicationError, FeatureDisabled, NotFound, RateLimited
+from apps.core.pages import page_role_granted, permission_page, render_page_or_fragment, web_url
+from apps.core.services import page_submission_check
 
 PAGE_SIZE = 20
+# The page roles (docs/security.md): a live search spends the arXiv budget; runs show agents' queries.
+SEARCH_PERMISSION = "arxiv.add_searchrun"
+VIEW_RUNS_PERMISSION = "arxiv.view_searchrun"
 # A page should not hang for the API's full wait; a slower run is shown as "still running".
 LIVE_WAIT_CAP_SECONDS = 8.0
 
@@ -54,6 +64,7 @@ def paper_list(request: HttpRequest) -> HttpResponse:
         "filtered": any(filters.values()),
         "categories": categories,
         "live_form": LiveSearchForm(),
+        "can_search": page_role_granted(request.user, (SEARCH_PERMISSION,)),
         "arxiv_enabled": settings.FEATURE_ARXIV,
         "result": None
         if settings.FEATURE_ARXIV
@@ -71,10 +82,12 @@ def paper_detail(request: HttpRequest, arxiv_id: str) -> HttpResponse:
         paper = selectors.paper_get(arxiv_id=arxiv_id)
     except NotFound:
         return render(request, "arxiv/paper_missing.html", {"arxiv_id": arxiv_id}, status=404)
+    can_view_runs = page_role_granted(request.user, (VIEW_RUNS_PERMISSION, SEARCH_PERMISSION))
     context = {
         "paper": paper,
         "links": _paper_links(paper),
-        "found_by": selectors.paper_runs(paper=paper),
+        "can_view_runs": can_view_runs,
+        "found_by": selectors.paper_runs(paper=paper) if can_view_runs else [],
         "is_staff": request.user.is_active and request.user.is_staff,
     }
     return render(request, "arxiv/paper_detail.html", context)
@@ -126,13 +139,13 @@ def _items(outcome: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _outcome(run: SearchRun) -> LiveResult:
-    """The run's state as the page shows it; ``search_run_outcome`` raises for failed runs."""
-    try:
-        outcome = services.search_run_outcome(run=run)
-    except RateLimited as error:
-        return _rate_limited(error, run_id=str(run.pk))
-    except UpstreamError as error:
-        return LiveResult(state="failed", status=502, run_id=str(run.pk), message=error.message)
+    """The run's state as the page shows it."""
+    failure = services.search_run_error(run=run)
+    if isinstance(failure, RateLimited):
+        return _rate_limited(failure, run_id=str(run.pk))
+    if failure is not None:
+        return LiveResult(state="failed", status=502, run_id=str(run.pk), message=failure.message)
+    outcome = services.search_run_outcome(run=run)
     if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
         return LiveResult(state="running", status=202, run_id=str(run.pk))
     return LiveResult(
@@ -172,11 +185,17 @@ def _live_search(form: LiveSearchForm) -> LiveResult:
 
 
 @require_http_methods(["GET", "POST"])
+@permission_page(SEARCH_PERMISSION)
 def live_search(request: HttpRequest) -> HttpResponse:
     """Search arXiv now (POST): results, "still running" with the run to follow, or why not."""
     if request.method == "POST":
         form = LiveSearchForm(request.POST)
-        result = _live_search(form)
+        try:
+            page_submission_check(user=request.user)
+        except RateLimited as error:
+            result = _rate_limited(error)
+        else:
+            result = _live_search(form)
     else:
         form = LiveSearchForm()
         result = LiveResult(state="idle")
@@ -188,6 +207,8 @@ def live_search(request: HttpRequest) -> HttpResponse:
     )
     if result.state == "results":
         response["HX-Trigger"] = "papers-changed"  # the stored list on /papers refreshes itself
+    if result.retry_after is not None:
+        response["Retry-After"] = str(result.retry_after)
     return response
 
 
@@ -200,6 +221,7 @@ def _disabled_message() -> str:
 
 
 @require_GET
+@permission_page(VIEW_RUNS_PERMISSION, SEARCH_PERMISSION)
 def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
     """One search run as the page shows it; polls itself while the run is queued or running."""
     try:

@@ -1,4 +1,4 @@
-"""Core models: API tokens and the stored event log."""
+"""Core models: API tokens, the stored event log and the lifecycle every workflow run shares."""
 
 from __future__ import annotations
 
@@ -9,10 +9,20 @@ from django.utils import timezone
 
 
 class TokenScope(models.TextChoices):
-    READ = "read", "read"
-    WRITE = "write", "write"
-    PROPOSE = "propose", "propose"
-    ADMIN = "admin", "admin"
+    """What a token may do; docs/security.md says what each allows (``apps.core.security`` is the table).
+
+    ``read`` reads what is stored and computes locally; starting work that spends an upstream's budget
+    (``upstream``) and creating rows in the operators' review queue (``verify``) each need their own
+    scope; ``write`` (memory) and ``propose`` (ontology proposals) are for capabilities still to
+    come; ``admin`` implies every other scope.
+    """
+
+    READ = "read", "read: stored data and local computation"
+    UPSTREAM = "upstream", "upstream: start work that spends an upstream's budget (Wikidata, arXiv, tools)"
+    VERIFY = "verify", "verify: create verifications (the review queue)"
+    WRITE = "write", "write: agent data (memory, to come)"
+    PROPOSE = "propose", "propose: ontology proposals (to come)"
+    ADMIN = "admin", "admin: everything, including /api/ writes"
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
@@ -77,3 +87,49 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} @ {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class RunStatus(models.TextChoices):
+    """The states every workflow run goes through (a workflow may add terminal states of its own)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class TrackedRun(models.Model):
+    """The lifecycle every workflow run shares (fact runs, arXiv search runs and later workflows).
+
+    A worker claims a run (``executions`` + 1, ``heartbeat_at`` set) and beats while it executes;
+    the periodic sweep (``apps.core.runs.runs_sweep``) re-enqueues a running run whose heartbeat
+    went stale — its worker died — until ``CORTEX_RUN_MAX_EXECUTIONS``, then fails it with the
+    reason. ``execute_task`` is the dotted path of the Celery task that executes a run of the subclass.
+    """
+
+    execute_task: str = ""
+
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    executions = models.PositiveIntegerField(
+        default=0, help_text="How many times a worker started this run (more than one: a worker was lost)."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the worker executing the run."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the run was last handed to the queue."
+    )
+    error = models.TextField(blank=True)
+    error_type = models.CharField(max_length=64, blank=True)
+    correlation_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def pending(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)

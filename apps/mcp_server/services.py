@@ -39,10 +39,12 @@ from apps.core.errors import (
     ValidationFailed,
     error_payload,
     pydantic_errors_to_details,
+    visible_details,
 )
 from apps.core.logging import get_logger, reset_correlation_id, set_correlation_id
 from apps.core.models import ApiToken, TokenScope
 from apps.core.services import api_token_authenticate
+from apps.core.text import unstorable_paths, unstorable_text_error
 from apps.knowledge import selectors as knowledge_selectors
 from apps.mcp_server import metrics
 from apps.mcp_server.tools import CORTEX_TOOLS, CORTEX_TOOLS_BY_NAME, CallContext, CortexTool
@@ -159,7 +161,7 @@ def _catalogue_listing(tool: RemoteTool) -> dict[str, Any]:
         "inputSchema": tool.input_schema or ANY_OBJECT_SCHEMA,
         "annotations": annotations,
         "_meta": {
-            "cortexweb/scope": TokenScope.WRITE,
+            "cortexweb/scope": TokenScope.UPSTREAM,
             "cortexweb/connector": tool.connector.slug,
             "cortexweb/tags": tool.tags,
         },
@@ -201,33 +203,14 @@ def mcp_tool_needs_token(name: str) -> bool:
 
 # --- Calling -----------------------------------------------------------------------------------
 
-# NUL and lone surrogates cannot be stored (Postgres refuses NUL in text) or encoded as UTF-8.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _unstorable_paths(value: Any, path: str = "arguments") -> list[str]:
-    if isinstance(value, str):
-        return [path] if _UNSTORABLE.search(value) else []
-    if isinstance(value, dict):
-        return [p for key, item in value.items() for p in _unstorable_paths(item, f"{path}.{key}")]
-    if isinstance(value, list):
-        return [p for index, item in enumerate(value) for p in _unstorable_paths(item, f"{path}[{index}]")]
-    return []
-
-
 def _arguments_check(arguments: Any) -> dict[str, Any]:
     if arguments is None:
         return {}
     if not isinstance(arguments, dict):
         raise ValidationFailed("'arguments' must be a JSON object.", details={"fields": []})
-    bad = _unstorable_paths(arguments)
-    if bad:
-        raise ValidationFailed(
-            "Strings may not contain NUL characters or unpaired surrogates; fix: " + ", ".join(bad) + ".",
-            details={
-                "fields": [{"path": path, "message": "contains NUL or a lone surrogate"} for path in bad]
-            },
-        )
+    # The same text check as the HTTP edge's (apps/core/text.py): NUL and lone surrogates are refused.
+    if bad := unstorable_paths(arguments, "arguments"):
+        raise unstorable_text_error(bad)
     return arguments
 
 
@@ -270,7 +253,9 @@ def _own_call(tool: CortexTool, arguments: Any, caller: Caller, token: ApiToken 
     context = CallContext(token=token, transport=caller.transport, base_url=caller.base_url)
     result = tool.handler(payload, context)
     structured = tool.output_model.model_validate(result).model_dump(mode="json", exclude_none=True)
-    return ToolOutcome(structured=structured, text=tool.summary(structured))
+    # A run that ended failed is the run's answer and a failed call: the agent must not read it as data.
+    failed_run = isinstance(structured.get("error"), dict)
+    return ToolOutcome(structured=structured, text=tool.summary(structured), is_error=failed_run)
 
 
 def _catalogue_call(name: str, arguments: Any, caller: Caller, token: ApiToken | None) -> ToolOutcome:
@@ -286,12 +271,14 @@ def _catalogue_call(name: str, arguments: Any, caller: Caller, token: ApiToken |
     return ToolOutcome(structured=answer, text="\n".join(texts) or json.dumps(upstream, ensure_ascii=False))
 
 
-def _error_outcome(error: ApplicationError) -> ToolOutcome:
+def _error_outcome(error: ApplicationError, *, token: ApiToken | None = None) -> ToolOutcome:
+    # Upstream URLs only for admin-scope tokens, as on /v1/.
+    details = visible_details(error, privileged=token is not None and token.has_scope(TokenScope.ADMIN))
     return ToolOutcome(
         structured=None,
         text=f"{error.code}: {error.message}",
         is_error=True,
-        extra_text=[json.dumps(error_payload(error.code, error.message, error.details), ensure_ascii=False)],
+        extra_text=[json.dumps(error_payload(error.code, error.message, details), ensure_ascii=False)],
     )
 
 
@@ -311,11 +298,11 @@ def mcp_tool_call(*, name: str, arguments: Any, caller: Caller) -> ToolOutcome:
             token = _scope_check(name, own.scope, caller)
             outcome = _own_call(own, arguments, caller, token)
         else:
-            token = _scope_check(name, TokenScope.WRITE, caller)
+            token = _scope_check(name, TokenScope.UPSTREAM, caller)  # as POST /v1/tools/call
             outcome = _catalogue_call(name, arguments, caller, token)
     except ApplicationError as application_error:
         error = application_error
-        outcome = _error_outcome(application_error)
+        outcome = _error_outcome(application_error, token=token)
     except Exception as unexpected:
         # A bug, not the caller's doing: the trace goes to the log, the caller gets the correlation id.
         logger.exception("mcp.tool_failed", tool=name)

@@ -3,7 +3,8 @@
 Runs and facts are written only by the fact workflow; the admin shows them (what was asked,
 the plan, how each step went, what was found and where it came from) and changes nothing.
 Superusers may delete runs (their facts go with them); "Re-run" queues a new run of the same
-question through the service, linked to the old one.
+question through the service, linked to the old one (it needs ``wikidata.add_factrun``, the page
+role that asks questions, and counts against the user's page-submission limit).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
-from apps.core.errors import ApplicationError
+from apps.core.errors import ApplicationError, RateLimited
+from apps.core.services import page_submission_check
 from apps.wikidata import services
 from apps.wikidata.models import Fact, FactRun
 
@@ -62,7 +64,9 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "entities_json",
         "error_type",
         "error",
-        "attempts",
+        "executions",
+        "heartbeat_at",
+        "enqueued_at",
         "correlation_id",
         "rerun_of_link",
         "created_at",
@@ -98,9 +102,16 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.action(description="Re-run the selected runs", permissions=["rerun"])
     def rerun(self, request: HttpRequest, queryset: QuerySet[FactRun]) -> None:
         queued = 0
-        for run in queryset.order_by("created_at"):
+        runs = list(queryset.order_by("created_at"))
+        for index, run in enumerate(runs):
             try:
+                # Each re-run spends the Wikidata budget: it counts as a page submission of the user.
+                page_submission_check(user=request.user)
                 services.fact_run_rerun(run=run)
+            except RateLimited as error:
+                left = len(runs) - index
+                self.message_user(request, f"{left} run(s) not queued: {error.message}", level=messages.ERROR)
+                break
             except ApplicationError as error:  # e.g. the registry can no longer plan the question
                 self.message_user(request, f"{run.question[:60]}: {error.message}", level=messages.ERROR)
             else:

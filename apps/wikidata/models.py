@@ -6,14 +6,11 @@ import uuid
 
 from django.db import models
 
+from apps.core.models import RunStatus, TrackedRun
 from apps.embeddings.fields import EmbeddingField, hnsw_cosine_index
 
-
-class FactRunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
+# A fact run has no states beyond the shared lifecycle's.
+FactRunStatus = RunStatus
 
 
 class FactRunQuerySet(models.QuerySet["FactRun"]):
@@ -24,7 +21,7 @@ class FactRunQuerySet(models.QuerySet["FactRun"]):
         return self.filter(status__in=[FactRunStatus.SUCCEEDED, FactRunStatus.FAILED])
 
 
-class FactRun(models.Model):
+class FactRun(TrackedRun):
     """One factual question run through the plan: what was asked, how each step went, what it found.
 
     ``steps`` is a list of ``{name, tool, status, startedAt, durationMs, error, errorType,
@@ -40,28 +37,20 @@ class FactRun(models.Model):
     include_deprecated = models.BooleanField(default=False)
     language = models.CharField(max_length=16, default="en")
     plan = models.JSONField(default=dict, help_text="The planner's steps for this question.")
-    status = models.CharField(max_length=16, choices=FactRunStatus.choices, default=FactRunStatus.QUEUED)
     degraded = models.BooleanField(default=False, help_text="Answered from local data: Wikidata failed.")
     degraded_reason = models.TextField(blank=True)
     steps = models.JSONField(default=list)
-    error = models.TextField(blank=True)
-    error_type = models.CharField(max_length=64, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
     entities = models.JSONField(
         default=list, help_text="The entities searched: [{id, label, score, source}]."
     )
     knowledge = models.JSONField(
         default=list, blank=True, help_text="Knowledge entries a degraded run answered with: [{entryId, …}]."
     )
-    correlation_id = models.CharField(max_length=64, blank=True)
     rerun_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
     )
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    duration_ms = models.FloatField(null=True, blank=True)
 
+    execute_task = "apps.wikidata.tasks.fact_run_execute_task"
     objects = FactRunQuerySet.as_manager()
 
     class Meta:
@@ -70,10 +59,6 @@ class FactRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question[:60]} ({self.status})"
-
-    @property
-    def pending(self) -> bool:
-        return self.status in (FactRunStatus.QUEUED, FactRunStatus.RUNNING)
 
 
 class FactQuerySet(models.QuerySet["Fact"]):

@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 from redis.exceptions import RedisError
@@ -47,6 +46,16 @@ from apps.connectors.planner import plan_create
 from apps.core.errors import ApplicationError, RateLimited, UpstreamError, error_type
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.redis import get_redis
+from apps.core.runs import (
+    RunSuperseded,
+    run_claim,
+    run_deadline_start,
+    run_enqueue,
+    run_failure,
+    run_fence,
+    run_finish,
+    run_heartbeat,
+)
 from apps.core.services import event_emit, row_wait
 from apps.core.tracing import get_tracer
 from apps.embeddings.fields import hnsw_filtered_scan
@@ -110,10 +119,7 @@ def fact_query_submit(
         correlation_id=current_correlation_id() or "",
         rerun_of=rerun_of,
     )
-    from apps.wikidata.tasks import fact_run_execute_task  # tasks import this module
-
-    run_id = str(run.pk)
-    transaction.on_commit(lambda: fact_run_execute_task.delay(run_id))
+    run_enqueue(run=run)
     return run
 
 
@@ -152,8 +158,9 @@ def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
     if run.pending:
         out["poll"] = f"/v1/facts/runs/{run.pk}"
         return out
-    if run.status == FactRunStatus.FAILED:
-        out["error"] = {"message": run.error, "type": run.error_type}
+    failure = run_failure(run=run)
+    if failure is not None:
+        out["error"] = failure
     out["results"] = [fact_result(fact=fact, base_url=base_url) for fact in run.facts.order_by("position")]
     out["results"] += [
         {
@@ -258,7 +265,7 @@ class _Steps:
 
     def _save(self) -> None:
         # Once per step, when it ends: the run's page shows the steps done so far.
-        FactRun.objects.filter(pk=self.run.pk).update(steps=self.run.steps)
+        FactRun.objects.filter(pk=self.run.pk, executions=self.run.executions).update(steps=self.run.steps)
 
 
 def _error_fields(error: ApplicationError) -> dict[str, Any]:
@@ -289,22 +296,26 @@ def _plan_tools(plan: dict[str, Any]) -> dict[str, str]:
 
 
 def fact_run_execute(*, run_id: str) -> FactRun:
-    """Run a queued fact run; a finished run is left as it is, a redelivered one starts over
-    (its facts are written with ``update_or_create``, so nothing is duplicated)."""
-    with transaction.atomic():
-        run = FactRun.objects.select_for_update().get(pk=run_id)
-        if not run.pending:
-            return run
-        run.status, run.started_at = FactRunStatus.RUNNING, timezone.now()
-        run.attempts += 1
-        run.steps = []
-        run.save(update_fields=["status", "started_at", "attempts", "steps"])
+    """Run a queued fact run under the shared run lifecycle (claim, heartbeat, fenced finish).
+
+    A finished run, or one another worker is executing, is left as it is; a run whose worker was
+    lost starts over (its facts are upserted on (run, statement GUID), so nothing is duplicated).
+    """
+    run = run_claim(model=FactRun, run_id=run_id)
+    if run is None:
+        return FactRun.objects.get(pk=run_id)
+    run.steps, run.degraded, run.degraded_reason, run.knowledge = [], False, "", []
+    run.save(update_fields=["steps", "degraded", "degraded_reason", "knowledge"])
+    with run_heartbeat(run=run):
+        try:
+            return _execute(run)
+        except RunSuperseded:  # this worker stalled past its heartbeat; another one owns the run now
+            return FactRun.objects.get(pk=run_id)
+
+
+def _execute(run: FactRun) -> FactRun:
     started = time.perf_counter()
-    deadline = (
-        time.monotonic()
-        + settings.FACTS_RUN_DEADLINE_SECONDS
-        - (timezone.now() - run.created_at).total_seconds()
-    )
+    deadline = time.monotonic() + settings.FACTS_RUN_DEADLINE_SECONDS - run_deadline_start(run=run)
     steps = _Steps(run, _plan_tools(run.plan))
     with tracer.start_as_current_span("facts.run") as span:
         span.set_attribute("cortex.run_id", str(run.pk))
@@ -717,30 +728,31 @@ def _persist(run: FactRun, candidates: list[Candidate]) -> None:
                 sparql_results=_sparql_rows_for(sparql, statement.guid) if sparql else None,
             )
         )
-    _facts_upsert(facts)
+    _facts_replace(run, facts)
 
 
 _NOT_REWRITTEN = {"id", "run", "claim_guid", "created_at"}
 
 
-def _facts_upsert(facts: list[Fact]) -> None:
-    """One INSERT … ON CONFLICT (run, claim_guid) DO UPDATE: a retried task rewrites, never duplicates."""
-    if facts:
-        Fact.objects.bulk_create(
-            facts,
-            update_conflicts=True,
-            unique_fields=["run", "claim_guid"],
-            update_fields=[f.name for f in Fact._meta.concrete_fields if f.name not in _NOT_REWRITTEN],
-        )
+def _facts_replace(run: FactRun, facts: list[Fact]) -> None:
+    """The run's facts become ``facts``, while this execution still owns the run: one INSERT … ON
+    CONFLICT (run, claim_guid) DO UPDATE, and facts an earlier, lost execution left are removed."""
+    with run_fence(run=run):
+        run.facts.exclude(claim_guid__in=[fact.claim_guid for fact in facts]).delete()
+        if facts:
+            Fact.objects.bulk_create(
+                facts,
+                update_conflicts=True,
+                unique_fields=["run", "claim_guid"],
+                update_fields=[f.name for f in Fact._meta.concrete_fields if f.name not in _NOT_REWRITTEN],
+            )
 
 
 def _finish(run: FactRun, started: float, **fields: Any) -> FactRun:
     duration = time.perf_counter() - started
-    for name, value in fields.items():
-        setattr(run, name, value)
-    run.finished_at = timezone.now()
-    run.duration_ms = round(duration * 1000, 1)
-    run.save()
+    if not run_finish(run=run, duration_seconds=duration, **fields):
+        run.refresh_from_db()
+        return run
     outcome = "degraded" if run.degraded else str(run.status)
     wikidata_metrics.fact_runs_total.labels(outcome=outcome).inc()
     wikidata_metrics.fact_run_duration_seconds.observe(duration)
@@ -832,5 +844,5 @@ def local_facts_copy(*, run: FactRun) -> int:
         copy.position = position
         copy.score = 1 - float(original.distance)  # type: ignore[attr-defined]  # annotated above
         facts.append(copy)
-    _facts_upsert(facts)
+    _facts_replace(run, facts)
     return len(chosen)

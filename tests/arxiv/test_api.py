@@ -80,16 +80,19 @@ def test_a_slow_run_answers_202_and_can_be_polled(arxiv, client, celery_worker, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_rate_limited_run_is_a_429_with_retry_after(arxiv, client, celery_worker, settings) -> None:
+def test_rate_limited_run_answers_with_the_run_and_its_error(arxiv, client, celery_worker, settings) -> None:
+    """The one failed-run contract: a finished run is the answer (200), its status says how it ended
+    and ``error`` why — polling and the first answer read alike."""
     settings.ARXIV_MIN_INTERVAL_SECONDS = 5.0
     settings.ARXIV_RUN_DEADLINE_SECONDS = 1.0
     arxiv_limiter().reserve()  # someone else's request: the next slot is 5 s away
     response = _search(client, query="busy")
-    assert response.status_code == 429
-    error = response.json()["error"]
-    assert error["code"] == "rate_limited"
-    assert 4 <= error["details"]["retryAfter"] <= 5
-    assert response["Retry-After"] == "5"
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "rate_limited"
+    assert (body["error"]["code"], body["error"]["details"]["retryable"]) == ("rate_limited", True)
+    assert 4 <= body["error"]["details"]["retryAfter"] <= 5
+    assert client.get(f"/v1/arxiv/runs/{body['runId']}").json() == body
     assert arxiv.arrivals == []
 
 

@@ -16,7 +16,7 @@ from apps.arxiv.services import (
     search_run_outcome,
     search_submit,
 )
-from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError
+from apps.core.errors import FeatureDisabled
 from apps.core.models import Event
 from tests.arxiv.replay_server import ReplayArxiv, Reply
 
@@ -109,10 +109,12 @@ def test_four_503s_are_three_retries_then_a_recorded_failure(arxiv: ReplayArxiv)
     )
     assert "503" in run.error
     assert _events(run) == ["arxiv.tool.started", "arxiv.tool.failed"]
-    with pytest.raises(UpstreamError) as caught:
-        search_run_outcome(run=run)
-    assert caught.value.status_code == 502
-    assert caught.value.details["retryable"] is True
+    error = search_run_outcome(run=run)["error"]
+    assert (error["code"], error["details"]["retryable"], error["details"]["upstream"]) == (
+        "upstream_error",
+        True,
+        "arxiv",
+    )
 
 
 def test_an_error_feed_is_not_retried_and_carries_arxivs_message(arxiv: ReplayArxiv) -> None:
@@ -120,10 +122,20 @@ def test_an_error_feed_is_not_retried_and_carries_arxivs_message(arxiv: ReplayAr
     run = _run()
     assert len(arxiv.arrivals) == 1
     assert (run.status, run.attempts, run.retryable) == (RunStatus.FAILED, 1, False)
-    with pytest.raises(UpstreamError) as caught:
-        search_run_outcome(run=run)
-    assert caught.value.message == "arXiv rejected the request: incorrect id format for 1706.0376"
-    assert run.error == caught.value.message
+    outcome = search_run_outcome(run=run)
+    assert outcome["status"] == "failed"
+    assert outcome["error"] == {
+        "code": "upstream_error",
+        "message": "arXiv rejected the request: incorrect id format for 1706.0376",
+        "details": {
+            "runId": str(run.pk),
+            "type": run.error_type,
+            "executions": 1,
+            "upstream": "arxiv",
+            "retryable": False,
+        },
+    }
+    assert run.error == outcome["error"]["message"]
 
 
 def test_a_run_whose_turn_is_past_its_deadline_is_refused_at_once(arxiv: ReplayArxiv, settings) -> None:
@@ -138,9 +150,9 @@ def test_a_run_whose_turn_is_past_its_deadline_is_refused_at_once(arxiv: ReplayA
     assert 8.5 <= run.retry_after <= 9.0
     assert run.duration_ms < 500
     assert _events(run) == ["arxiv.tool.started", "arxiv.rate_limited"]
-    with pytest.raises(RateLimited) as caught:
-        search_run_outcome(run=run)
-    assert caught.value.headers() == {"Retry-After": "9"}
+    outcome = search_run_outcome(run=run)
+    assert (outcome["status"], outcome["error"]["code"]) == ("rate_limited", "rate_limited")
+    assert outcome["error"]["details"]["retryAfter"] == run.retry_after
 
 
 def test_lookup_by_id_upserts_and_never_downgrades_the_latest_version(arxiv: ReplayArxiv) -> None:

@@ -52,7 +52,7 @@ def make_run(question: str = "When was Douglas Adams born?", **fields) -> FactRu
         "plan": PLAN,
         "finished_at": datetime(2024, 5, 1, 10, 0, 2, tzinfo=UTC),
         "duration_ms": 1834.5,
-        "attempts": 1,
+        "executions": 1,
     }
     defaults.update(fields)
     return FactRun.objects.create(question=question, **defaults)
@@ -396,7 +396,7 @@ def test_failed_run_shows_its_error(client: Client) -> None:
 
 
 def test_pending_run_polls_every_second_until_it_finishes(client: Client) -> None:
-    run = make_run(status=FactRunStatus.QUEUED, finished_at=None, duration_ms=None, attempts=0)
+    run = make_run(status=FactRunStatus.QUEUED, finished_at=None, duration_ms=None, executions=0)
     trigger = f'hx-get="/facts/runs/{run.pk}" hx-trigger="every 1s" hx-target="this" hx-swap="outerHTML"'
     page = client.get(f"/facts/runs/{run.pk}")
     assert page.status_code == 200

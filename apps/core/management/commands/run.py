@@ -2,7 +2,8 @@
 
 Migrates, ensures an admin user, collects static files, then supervises the
 ASGI server (uvicorn), one Celery worker and Celery beat, with their output
-interleaved and prefixed. SIGINT/SIGTERM stops the children, then this
+interleaved and prefixed. A crashed worker or beat is restarted with backoff
+(the web server's exit stops everything). SIGINT/SIGTERM stops the children, then this
 process's exit releases its lease on the embedded Postgres and Redis, which
 stops them too when nothing else uses them.
 
@@ -37,6 +38,10 @@ from apps.core.services import superuser_ensure
 PR_SET_PDEATHSIG = 1
 CHILD_STOP_TIMEOUT_SECONDS = 15.0
 READY_TIMEOUT_SECONDS = 120.0
+# Children `run` restarts when they crash; the web server's exit stops everything (it says why).
+RESTARTED_CHILDREN = ("worker", "beat")
+RESTART_MAX_DELAY_SECONDS = 60.0
+RESTART_RESET_SECONDS = 60.0
 COLOURS = {"web": "\033[36m", "worker": "\033[33m", "beat": "\033[35m"}
 
 
@@ -115,9 +120,15 @@ class Command(BaseCommand):
         Path(settings.PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
     def _start_children(self, host: str, port: int, concurrency: int) -> None:
+        self._commands = self._child_commands(host, port, concurrency)
+        self._restarts: dict[str, _Restarts] = {name: _Restarts() for name in RESTARTED_CHILDREN}
+        for name in self._commands:
+            self._start_child(name)
+
+    def _child_commands(self, host: str, port: int, concurrency: int) -> dict[str, list[str]]:
         python = sys.executable
         run_dir = settings.CORTEX_DATA_DIR / "run"
-        commands = {
+        return {
             "web": [
                 python,
                 "-m",
@@ -165,21 +176,21 @@ class Command(BaseCommand):
                 "",
             ],
         }
-        environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for name, command in commands.items():
-            child = subprocess.Popen(
-                command,
-                cwd=settings.BASE_DIR,
-                env=environment,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                bufsize=1,
-                start_new_session=True,  # its own process group: stopped as a whole, in order
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - single-threaded at this point of the fork
-            )
-            self._children[name] = child
-            threading.Thread(target=self._relay, args=(name, child.stdout), daemon=True).start()
+
+    def _start_child(self, name: str) -> None:
+        child = subprocess.Popen(
+            self._commands[name],
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # its own process group: stopped as a whole, in order
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - the relay threads never fork
+        )
+        self._children[name] = child
+        threading.Thread(target=self._relay, args=(name, child.stdout), daemon=True).start()
 
     # -- running ----------------------------------------------------------------
 
@@ -187,9 +198,14 @@ class Command(BaseCommand):
         ready_deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         announced = False
         while not self._stopping.is_set():
-            for name, child in self._children.items():
+            for name, child in list(self._children.items()):
                 code = child.poll()
-                if code is not None:
+                if code is None:
+                    if name in self._restarts:
+                        self._restarts[name].note_alive()
+                elif name in self._restarts:
+                    self._restart_later(name, code)
+                else:
                     self._say(f"{name} exited with code {code}; stopping everything")
                     return code or 1
             if not announced:
@@ -201,6 +217,18 @@ class Command(BaseCommand):
                     ready_deadline = float("inf")
             self._stopping.wait(0.5)
         return 0
+
+    def _restart_later(self, name: str, code: int) -> None:
+        """A crashed worker or beat comes back after a growing pause; Postgres, Redis and the web
+        server keep serving meanwhile, and the run sweep recovers the runs the worker held."""
+        restarts = self._restarts[name]
+        if restarts.due_at is None:
+            delay = restarts.schedule()
+            self._say(f"{name} exited with code {code}; restarting it in {delay:.0f}s")
+        elif time.monotonic() >= restarts.due_at:
+            restarts.due_at = None
+            self._start_child(name)
+            self._say(f"{name} restarted (restart {restarts.count})")
 
     def _announce(self, base_url: str) -> None:
         lines = [
@@ -254,6 +282,31 @@ class Command(BaseCommand):
         with self._output_lock:
             self.stdout.write(f"{'run':<6}| {message}")
             self.stdout.flush()
+
+
+class _Restarts:
+    """Backoff for restarting one child: 1 s, 2 s, 4 s … up to a minute, back to 1 s once it has
+    stayed up for RESTART_RESET_SECONDS."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.due_at: float | None = None
+        self._delay = 0.0
+        self._up_since: float | None = None
+
+    def schedule(self) -> float:
+        self.count += 1
+        self._up_since = None
+        self._delay = min(RESTART_MAX_DELAY_SECONDS, self._delay * 2 or 1.0)
+        self.due_at = time.monotonic() + self._delay
+        return self._delay
+
+    def note_alive(self) -> None:
+        now = time.monotonic()
+        if self._up_since is None:
+            self._up_since = now
+        elif now - self._up_since > RESTART_RESET_SECONDS:
+            self._delay = 0.0
 
 
 def _process_alive(pid: int) -> bool:

@@ -1,0 +1,260 @@
+"""One lifecycle for every workflow run: claim, heartbeat, finish, and the sweep that recovers runs
+whose worker died.
+
+Celery acknowledges a run's task late (``acks_late``) and requeues it when a pool process dies
+(``reject_on_worker_lost``), but when the whole worker is killed, the broker hands the message
+out again only after ``visibility_timeout`` — an hour by default, and lowering it makes slow runs
+execute twice. So recovery does not rely on the broker: a worker claims a run and beats while it
+executes (``heartbeat_at`` every ``CORTEX_RUN_HEARTBEAT_SECONDS``), and the periodic sweep
+(Celery beat, every ``CORTEX_RUN_SWEEP_SECONDS``) re-enqueues a running run whose heartbeat is
+older than ``CORTEX_RUN_STALE_SECONDS``, and fails it with the reason once it has been started
+``CORTEX_RUN_MAX_EXECUTIONS`` times.
+
+Duplicate deliveries are harmless: a claim succeeds only for a queued run or a running one whose
+heartbeat went stale, and a finish is fenced by the execution number it claimed, so a worker that
+comes back after its run was handed to another cannot overwrite that one's result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.apps import apps
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from apps.core.logging import get_logger
+from apps.core.models import RunStatus, TrackedRun
+from apps.core.services import event_emit
+
+logger = get_logger(__name__)
+
+RunT = TypeVar("RunT", bound=TrackedRun)
+
+WORKER_LOST = "worker_lost"
+
+
+def run_enqueue(*, run: TrackedRun) -> None:
+    """Hand ``run`` to its task once the transaction that created it commits."""
+    type(run)._default_manager.filter(pk=run.pk).update(enqueued_at=timezone.now())
+    _send_after_commit(run)
+
+
+def run_claim(*, model: type[RunT], run_id: str) -> RunT | None:
+    """The run, marked running for this execution; None when it is not this worker's to execute
+    (finished, or running with a live heartbeat — a duplicate delivery)."""
+    with transaction.atomic():
+        run = model._default_manager.select_for_update().get(pk=run_id)
+        if run.status == RunStatus.RUNNING and not _heartbeat_stale(run):
+            logger.info("run.claim_skipped", run_id=run_id, reason="running elsewhere")
+            return None
+        if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+            return None
+        now = timezone.now()
+        run.status, run.started_at, run.heartbeat_at = RunStatus.RUNNING, now, now
+        run.executions += 1
+        run.error, run.error_type = "", ""
+        run.save(update_fields=["status", "started_at", "heartbeat_at", "executions", "error", "error_type"])
+    return run
+
+
+@contextlib.contextmanager
+def run_heartbeat(*, run: TrackedRun) -> Iterator[None]:
+    """Beat for ``run`` from a thread while the block executes (the work itself may block on I/O)."""
+    stop = threading.Event()
+    beater = threading.Thread(
+        target=_beat, args=(type(run), run.pk, run.executions, stop), name=f"heartbeat-{run.pk}", daemon=True
+    )
+    beater.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beater.join(timeout=5)
+
+
+def _beat(model: type[TrackedRun], run_id: Any, execution: int, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(settings.CORTEX_RUN_HEARTBEAT_SECONDS):
+            try:
+                model._default_manager.filter(pk=run_id, executions=execution, status=RunStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+            except Exception:  # a database hiccup: the next beat tries again; the sweep tolerates one miss
+                logger.warning("run.heartbeat_failed", run_id=str(run_id), exc_info=True)
+                close_old_connections()
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def run_deadline_start(*, run: TrackedRun) -> float:
+    """Seconds already spent on the run's budget: time queued counts on a first execution (the API
+    caller is waiting); a re-execution after a lost worker starts a fresh budget."""
+    if run.executions > 1:
+        return 0.0
+    return (timezone.now() - run.created_at).total_seconds()
+
+
+class RunSuperseded(Exception):
+    """This execution of the run lost its claim: the sweep handed the run to another worker."""
+
+
+@contextlib.contextmanager
+def run_fence(*, run: TrackedRun) -> Iterator[None]:
+    """A transaction in which this execution still owns the run (its row locked); raises
+    ``RunSuperseded`` otherwise, so a worker that stalled past its heartbeat writes nothing."""
+    with transaction.atomic():
+        current = type(run)._default_manager.select_for_update().only("executions", "status").get(pk=run.pk)
+        if current.executions != run.executions or current.status != RunStatus.RUNNING:
+            logger.warning(
+                "run.superseded",
+                run_id=str(run.pk),
+                execution=run.executions,
+                current_execution=current.executions,
+                current_status=current.status,
+            )
+            raise RunSuperseded(str(run.pk))
+        yield
+
+
+def run_finish(*, run: TrackedRun, duration_seconds: float, **fields: Any) -> bool:
+    """Save the run's outcome; False (nothing written) when this execution was superseded — the
+    sweep handed the run to another worker, whose result stands."""
+    try:
+        with run_fence(run=run):
+            _finish_fields(run, duration_seconds, fields)
+    except RunSuperseded:
+        return False
+    return True
+
+
+def _finish_fields(run: TrackedRun, duration_seconds: float, fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.finished_at = timezone.now()
+    run.heartbeat_at = None
+    run.duration_ms = round(duration_seconds * 1000, 1)
+    run.save()
+
+
+_ERROR_CODES = {WORKER_LOST: "worker_lost", "internal": "internal_error", "rate_limited": "rate_limited"}
+
+
+def run_failure(*, run: TrackedRun, **details: Any) -> dict[str, Any] | None:
+    """How a finished run failed, in the error shape's inner form (``code``, ``message``, ``details``),
+    for the one failed-run contract of every API: the run's answer (200, ``status`` says how it
+    ended) carries it as ``error``. None for a pending or succeeded run."""
+    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUCCEEDED):
+        return None
+    return {
+        "code": _ERROR_CODES.get(run.error_type, "upstream_error"),
+        "message": run.error,
+        "details": {"runId": str(run.pk), "type": run.error_type, "executions": run.executions, **details},
+    }
+
+
+def _heartbeat_stale(run: TrackedRun) -> bool:
+    last = run.heartbeat_at or run.started_at
+    return last is None or last < timezone.now() - timedelta(seconds=settings.CORTEX_RUN_STALE_SECONDS)
+
+
+# --- The sweep (Celery beat) -----------------------------------------------------------------
+
+
+@dataclass
+class SweepReport:
+    requeued: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    redelivered: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"requeued": self.requeued, "failed": self.failed, "redelivered": self.redelivered}
+
+
+def tracked_run_models() -> list[type[TrackedRun]]:
+    return [model for model in apps.get_models() if issubclass(model, TrackedRun)]
+
+
+def runs_sweep() -> SweepReport:
+    """Recover every run kind's runs whose worker was lost, and re-send queued runs whose message
+    the broker lost (older than ``CORTEX_RUN_REDELIVER_SECONDS`` in the queue)."""
+    report = SweepReport()
+    for model in tracked_run_models():
+        _sweep_model(model, report)
+    if report.requeued or report.failed or report.redelivered:
+        logger.warning("runs.swept", **report.as_dict())
+    return report
+
+
+def _sweep_model(model: type[TrackedRun], report: SweepReport) -> None:
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.CORTEX_RUN_STALE_SECONDS)
+    redeliver_before = now - timedelta(seconds=settings.CORTEX_RUN_REDELIVER_SECONDS)
+    with transaction.atomic():
+        lost = model._default_manager.select_for_update(skip_locked=True).filter(
+            Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True, started_at__lt=stale_before),
+            status=RunStatus.RUNNING,
+        )
+        for run in lost:
+            last = run.heartbeat_at or run.started_at
+            silent = round((now - last).total_seconds()) if last else None
+            if run.executions >= settings.CORTEX_RUN_MAX_EXECUTIONS:
+                _fail_lost(run, silent, now)
+                report.failed.append(str(run.pk))
+            else:
+                _requeue_lost(run, silent, now)
+                report.requeued.append(str(run.pk))
+        forgotten = model._default_manager.select_for_update(skip_locked=True).filter(
+            Q(enqueued_at__lt=redeliver_before)
+            | Q(enqueued_at__isnull=True, created_at__lt=redeliver_before),
+            status=RunStatus.QUEUED,
+        )
+        for run in forgotten:
+            run.enqueued_at = now
+            run.save(update_fields=["enqueued_at"])
+            report.redelivered.append(str(run.pk))
+            _send_after_commit(run)
+
+
+def _fail_lost(run: TrackedRun, silent: int | None, now: datetime) -> None:
+    run.status, run.error_type, run.finished_at, run.heartbeat_at = RunStatus.FAILED, WORKER_LOST, now, None
+    run.error = (
+        f"Its worker was lost {run.executions} time(s) (last: no heartbeat for {silent} s); "
+        f"not retried past CORTEX_RUN_MAX_EXECUTIONS={settings.CORTEX_RUN_MAX_EXECUTIONS}."
+    )
+    run.save(update_fields=["status", "error", "error_type", "finished_at", "heartbeat_at"])
+    _announce("runs.failed", run)
+
+
+def _requeue_lost(run: TrackedRun, silent: int | None, now: datetime) -> None:
+    run.status, run.error_type, run.enqueued_at = RunStatus.QUEUED, WORKER_LOST, now
+    run.error = f"Re-enqueued: its worker was lost (no heartbeat for {silent} s)."
+    run.save(update_fields=["status", "enqueued_at", "error", "error_type"])
+    _announce("runs.requeued", run)
+    _send_after_commit(run)
+
+
+def _announce(name: str, run: TrackedRun) -> None:
+    event_emit(
+        name=name,
+        payload={
+            "kind": run._meta.label,
+            "runId": str(run.pk),
+            "executions": run.executions,
+            "reason": run.error,
+            "correlationId": run.correlation_id,
+        },
+    )
+
+
+def _send_after_commit(run: TrackedRun) -> None:
+    task, run_id = import_string(run.execute_task), str(run.pk)
+    transaction.on_commit(lambda: task.delay(run_id))
