@@ -209,13 +209,14 @@ def names_entity(claim: str) -> bool:
 
 
 def _wikidata_judge(claim: str, claim_vector: np.ndarray) -> Outcome | None:
-    """The claim against Wikidata facts found by the fact workflow (run here, bounded by its deadline):
+    """The claim against Wikidata facts found by the fact workflow (run here, once, bounded by its
+    deadline — not also queued for a worker):
     supported when the most similar statement's value is what the claim says, contradicted when a
     close statement says otherwise. ``None`` when the workflow is not available (no tools planned)."""
     from apps.wikidata import services as fact_services
 
     try:
-        run = fact_services.fact_query_submit(query=claim[:512], top_k=5, include_sparql=False)
+        run = fact_services.fact_query_submit(query=claim[:512], top_k=5, include_sparql=False, enqueue=False)
     except ValidationFailed:
         return None
     run = fact_services.fact_run_execute(run_id=str(run.pk))

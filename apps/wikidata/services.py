@@ -105,8 +105,11 @@ def fact_query_submit(
     include_deprecated: bool = False,
     language: str = "en",
     rerun_of: FactRun | None = None,
+    enqueue: bool = True,
 ) -> FactRun:
-    """Plan the question (``ValidationFailed`` if the registry cannot) and queue its run."""
+    """Plan the question (``ValidationFailed`` if the registry cannot) and queue its run for a worker;
+    with ``enqueue=False`` the caller executes it itself (``fact_run_execute``), and only it — a run
+    both queued and executed in place would run twice."""
     plan = plan_create(intent="fact_query", query=query, scope=scope)
     run = FactRun.objects.create(
         question=query,
@@ -119,7 +122,8 @@ def fact_query_submit(
         correlation_id=current_correlation_id() or "",
         rerun_of=rerun_of,
     )
-    run_enqueue(run=run)
+    if enqueue:
+        run_enqueue(run=run)
     return run
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from apps.grounding import services
+from apps.wikidata import tasks as wikidata_tasks
+from apps.wikidata.models import FactRun
 from tests.wikidata.conftest import wikidata, wikidata_registry  # noqa: F401 - fixtures
 from tests.wikidata.replay_server import ReplayWikidata, Reply
 from tests.wikidata.test_facts import P31_GUID, Q42_VECTOR_HIT
@@ -19,8 +21,16 @@ def q42(wikidata: ReplayWikidata, wikidata_registry: None) -> ReplayWikidata:  #
     return wikidata
 
 
-def test_a_true_entity_claim_is_supported_citing_the_statement(q42: ReplayWikidata) -> None:
-    verification = services.claim_verify(claim="Douglas Adams was a human.")
+def test_a_true_entity_claim_is_supported_citing_the_statement(
+    q42: ReplayWikidata, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    enqueued: list[str] = []
+    monkeypatch.setattr(wikidata_tasks.fact_run_execute_task, "delay", enqueued.append)
+    with django_capture_on_commit_callbacks(execute=True):
+        verification = services.claim_verify(claim="Douglas Adams was a human.")
+    # The fact run executed here, once: it was not also handed to a worker.
+    assert enqueued == []
+    assert FactRun.objects.get().executions == 1
     assert verification.verdict == "supported" and verification.domain is None
     cited = verification.wikidata[0]
     assert cited["claimGuid"] == P31_GUID and cited["entry_id"] == f"wikidata:{P31_GUID}"
