@@ -328,9 +328,8 @@ WIKIDATA_BACKOFF_BASE_SECONDS = env.float("WIKIDATA_BACKOFF_BASE_SECONDS", defau
 WIKIDATA_MAX_RETRY_WAIT_SECONDS = env.float("WIKIDATA_MAX_RETRY_WAIT_SECONDS", default=10.0)
 # A fact run ends (degraded, from local data) rather than wait past this, counted from submission.
 FACTS_RUN_DEADLINE_SECONDS = env.float("FACTS_RUN_DEADLINE_SECONDS", default=45.0)
-# How many entities of the search are read, and how many facts get SPARQL enrichment.
+# How many entities of the search are read.
 FACTS_TOP_ENTITIES = env.int("FACTS_TOP_ENTITIES", default=3)
-FACTS_SPARQL_TOP_FACTS = env.int("FACTS_SPARQL_TOP_FACTS", default=3)
 
 # OpenTelemetry: spans per fact run and step. OTEL_TRACES_EXPORTER=otlp|console|none (the SDK's
 # own variable names; OTEL_EXPORTER_OTLP_ENDPOINT etc. configure the OTLP exporter).

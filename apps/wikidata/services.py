@@ -15,7 +15,7 @@ as it goes and in an OpenTelemetry span:
    the question (cosine); preferred statements before normal ones of the same property;
    deprecated ones left out unless asked for;
 5. **details** — labels of the qualifiers and references of the top facts;
-6. **sparql** (optional) — one WDQS query for the top facts' statement nodes, values and
+6. **sparql** (optional) — one WDQS query for every returned fact's statement node, value and
    references (``prov:wasDerivedFrom``); its text and rows are stored with each fact;
 7. **persist** — ``Fact`` rows, idempotent on (run, statement GUID).
 
@@ -83,6 +83,8 @@ tracer = get_tracer(__name__)
 MAX_STATEMENTS_PER_ENTITY = 400
 MAX_CANDIDATES = 1000
 SEARCH_K = 10
+# Rows the provenance query may return per statement (its references × their snaks).
+SPARQL_ROWS_PER_FACT = 200
 KEYWORD_SEARCH_ATTEMPTS = 3
 _STOPWORDS = frozenset(
     {
@@ -669,13 +671,14 @@ def _enrich(run: FactRun, steps: _Steps, candidates: list[Candidate], deadline: 
             for candidate in candidates:
                 candidate.details = {k: v for k, v in labels.items() if k in detail_ids}
     if run.include_sparql:
-        top = candidates[: settings.FACTS_SPARQL_TOP_FACTS]
+        # Every returned fact gets its SPARQL provenance, from one query (topK ≤ 20 statements).
         with contextlib.suppress(UpstreamError, RateLimited), steps.step("sparql") as entry:
-            query = statements_provenance_query([c.statement.guid for c in top])
+            guids = [c.statement.guid for c in candidates]
+            query = statements_provenance_query(guids, limit=SPARQL_ROWS_PER_FACT * len(guids))
             client = clients.sparql_client(deadline=deadline)
             result = clients.with_retries(lambda: client.select(query), what="sparql", deadline=deadline)
-            entry["detail"] = {"rows": len(result), "facts": len(top)}
-            for candidate in top:
+            entry["detail"] = {"rows": len(result), "facts": len(candidates)}
+            for candidate in candidates:
                 candidate.sparql = result
 
 

@@ -128,7 +128,10 @@ def test_the_recorded_statement_is_the_best_answer_with_its_provenance(q42: Repl
     assert P31_STATEMENT_URI in best.sparql and best.sparql_endpoint == q42.sparql_url
     assert [row["statement"]["value"] for row in best.sparql_results["rows"]] == [P31_STATEMENT_URI]
     assert facts[1].sparql_results["rows"] == []  # rows of other statements are not attached to it
-    assert len(q42.made("/sparql")) == 1  # the top facts share one query
+    assert len(q42.made("/sparql")) == 1  # the facts share one query
+    # every returned fact carries the SPARQL provenance (includeSparql), not only the best few
+    assert [bool(fact.sparql) for fact in facts] == [True] * 5
+    assert all(fact.sparql_endpoint == q42.sparql_url for fact in facts)
     outcome = services.fact_run_outcome(run=run, base_url="http://testserver")
     first = outcome["results"][0]
     assert first["metadata"]["wikidata"]["claimGuid"] == P31_GUID
