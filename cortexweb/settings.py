@@ -340,6 +340,10 @@ EMBEDDINGS_URL = env.str("EMBEDDINGS_URL", default="")
 EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="all-MiniLM-L6-v2")
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="")
 EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=32)
+# Retries of a failed batch (timeouts, 429, 5xx) with the one retry loop of apps/core/retries.py.
+EMBEDDINGS_MAX_RETRIES = env.int("EMBEDDINGS_MAX_RETRIES", default=2)
+EMBEDDINGS_BACKOFF_BASE_SECONDS = env.float("EMBEDDINGS_BACKOFF_BASE_SECONDS", default=0.5)
+EMBEDDINGS_MAX_RETRY_WAIT_SECONDS = env.float("EMBEDDINGS_MAX_RETRY_WAIT_SECONDS", default=10.0)
 
 # --- Logging: structured JSON on stdout ------------------------------------------------
 

@@ -30,9 +30,9 @@ from apps.arxiv.parsing import ArxivEntry, ArxivPage
 from apps.arxiv.query import build_id_params, build_search_params, normalize_id_list
 from apps.arxiv.schemas import SearchIn
 from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError, error_type
-from apps.core.http import full_jitter_delay
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
+from apps.core.retries import RetryPolicy, call_with_retries
 from apps.core.runs import (
     RunSuperseded,
     run_claim,
@@ -199,16 +199,6 @@ def search_run_error(*, run: SearchRun) -> RateLimited | UpstreamError | None:
 # --- Executing (Celery worker) -----------------------------------------------------------
 
 
-def backoff_delay(*, attempt: int, retry_after: float | None) -> float:
-    """arXiv's backoff: full jitter under ``ARXIV_BACKOFF_MAX_SECONDS``, never before ``Retry-After``."""
-    return full_jitter_delay(
-        attempt=attempt,
-        base=settings.ARXIV_BACKOFF_BASE_SECONDS,
-        cap=settings.ARXIV_BACKOFF_MAX_SECONDS,
-        retry_after=retry_after,
-    )
-
-
 class _Progress:
     """What one execution spent waiting, written to the run at the end."""
 
@@ -274,33 +264,34 @@ def _claim_send(progress: _Progress) -> None:
 def _search_with_retries(
     run: SearchRun, client: ArxivClient, params: list[tuple[str, str]], deadline: float, progress: _Progress
 ) -> ArxivPage:
-    attempt = 0
-    while True:
+    def attempt() -> ArxivPage:
         run.attempts += 1
-        try:
-            return client.search(params)
-        except RateLimited:
-            raise
-        except UpstreamError as error:
-            if not error.retryable or attempt >= settings.ARXIV_MAX_RETRIES:
-                raise
-            delay = backoff_delay(attempt=attempt, retry_after=error.retry_after)
-            if time.monotonic() + delay > deadline:
-                raise RateLimited(
-                    f"arXiv asked us to wait {delay:.1f} s, past this run's deadline; retry later.",
-                    retry_after=delay,
-                    details={"limiter": LIMITER_NAME},
-                ) from error
-            logger.warning(
-                "arxiv.retry",
-                run_id=str(run.pk),
-                attempt=run.attempts,
-                delay_s=round(delay, 3),
-                error=str(error),
-            )
-            progress.waited_seconds += delay
-            time.sleep(delay)
-            attempt += 1
+        return client.search(params)
+
+    def past_deadline(error: UpstreamError, delay: float) -> RateLimited:
+        return RateLimited(
+            f"arXiv asked us to wait {delay:.1f} s, past this run's deadline; retry later.",
+            retry_after=delay,
+            details={"limiter": LIMITER_NAME},
+        )
+
+    def waited(delay: float) -> None:
+        progress.waited_seconds += delay
+
+    policy = RetryPolicy(
+        max_retries=settings.ARXIV_MAX_RETRIES,
+        backoff_base=settings.ARXIV_BACKOFF_BASE_SECONDS,
+        backoff_cap=settings.ARXIV_BACKOFF_MAX_SECONDS,
+    )
+    return call_with_retries(
+        attempt,
+        policy=policy,
+        what="arxiv search",
+        deadline=deadline,
+        past_deadline=past_deadline,
+        on_wait=waited,
+        run_id=str(run.pk),
+    )
 
 
 def _finish(run: SearchRun, started: float, progress: _Progress, **fields: Any) -> None:

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from apps.connectors.models import AuthType, Connector
 from apps.connectors.selectors import connector_endpoint
 from apps.core.errors import UpstreamError
-from apps.core.http import build_mcp_async_client, default_headers
+from apps.core.http import build_mcp_async_client, default_headers, parse_retry_after
 
 T = TypeVar("T")
 
@@ -57,14 +57,7 @@ class _HttpTrace:
     async def on_response(self, response: httpx2.Response) -> None:
         if response.status_code >= 400 and response.request.method != "DELETE":
             self.error_status = response.status_code
-            self.retry_after = _retry_after(response.headers.get("Retry-After"))
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
+            self.retry_after = parse_retry_after(response.headers.get("Retry-After"))
 
 
 def upstream_error(
@@ -146,6 +139,10 @@ def _classified(  # noqa: PLR0911 - one return per kind of failure reads best
         return error
     leaves = list(_leaves(error))
     cause = next((leaf for leaf in leaves if not isinstance(leaf, anyio.get_cancelled_exc_class())), error)
+    if isinstance(cause, UpstreamError):  # e.g. the outbound rule refused the endpoint's address
+        cause.details.setdefault("connector", connector.slug)
+        cause.details.setdefault("endpoint", url)
+        return cause
     details: dict[str, Any] = {"connector": connector.slug, "endpoint": url}
     name = connector.slug
 

@@ -85,9 +85,9 @@ def _beat(model: type[TrackedRun], run_id: Any, execution: int, stop: threading.
     try:
         while not stop.wait(settings.CORTEX_RUN_HEARTBEAT_SECONDS):
             try:
-                model._default_manager.filter(pk=run_id, executions=execution, status=RunStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
+                model._default_manager.filter(
+                    pk=run_id, executions=execution, status=RunStatus.RUNNING
+                ).update(heartbeat_at=timezone.now())
             except Exception:  # a database hiccup: the next beat tries again; the sweep tolerates one miss
                 logger.warning("run.heartbeat_failed", run_id=str(run_id), exc_info=True)
                 close_old_connections()

@@ -16,10 +16,10 @@ cosine similarity is a dot product and pgvector's ``vector_cosine_ops`` applies.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
-import math
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -328,17 +328,28 @@ class HttpEmbeddingBackend:
         _check_texts(texts)
         if not texts:
             return _empty()
+        from django.conf import settings
+
         from apps.core.http import build_client
+        from apps.core.retries import RetryPolicy, call_with_retries
 
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        policy = RetryPolicy(
+            max_retries=settings.EMBEDDINGS_MAX_RETRIES,
+            backoff_base=settings.EMBEDDINGS_BACKOFF_BASE_SECONDS,
+            max_wait=settings.EMBEDDINGS_MAX_RETRY_WAIT_SECONDS,
+        )
         parts = []
         with build_client(base_url=self.base_url, timeout=self._timeout) as client:
             for batch in _batches(list(texts), self.batch_size):
-                parts.append(self._post(client, batch, headers))
+                post = functools.partial(self._post, client, batch, headers)
+                parts.append(call_with_retries(post, policy=policy, what="embeddings"))
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def _post(self, client: httpx.Client, batch: Sequence[str], headers: dict[str, str]) -> np.ndarray:
         import httpx
+
+        from apps.core.http import parse_retry_after
 
         body = {"model": self.model_name, "input": list(batch)}
         try:
@@ -354,7 +365,7 @@ class HttpEmbeddingBackend:
                 f"answered HTTP {response.status_code}",
                 retryable=retryable,
                 status=response.status_code,
-                retry_after=_retry_after(response) if retryable else None,
+                retry_after=parse_retry_after(response.headers.get("Retry-After")) if retryable else None,
             )
         try:
             payload = response.json()
@@ -402,14 +413,3 @@ class HttpEmbeddingBackend:
             retryable=retryable,
             retry_after=retry_after,
         )
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None  # the HTTP-date form is rare from API servers; callers use their own backoff
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None

@@ -15,9 +15,9 @@ from typing import TypeVar
 from django.conf import settings
 
 from apps.core.errors import RateLimited, UpstreamError
-from apps.core.http import full_jitter_delay
 from apps.core.logging import get_logger
 from apps.core.ratelimit import ConnectionLock, RateLimiter
+from apps.core.retries import RetryPolicy, call_with_retries
 from apps.wikidata import action_api, sparql, vectordb
 from apps.wikidata import metrics as wikidata_metrics
 from apps.wikidata.action_api import ActionApiClient
@@ -85,29 +85,12 @@ def sparql_client(*, deadline: float | None = None) -> SparqlClient:
 
 
 def with_retries(call: Callable[[], T], *, what: str, deadline: float | None = None) -> T:
-    """``call()``, retried on retryable ``UpstreamError`` at most ``WIKIDATA_MAX_RETRIES`` times.
-
-    Gives up (re-raising the last error) when the next attempt would start after ``deadline``
-    or wait longer than ``WIKIDATA_MAX_RETRY_WAIT_SECONDS``. ``RateLimited`` from our own
-    limiter is not retried: it already said when a slot would come.
-    """
-    attempt = 0
-    while True:
-        try:
-            return call()
-        except RateLimited:
-            raise
-        except UpstreamError as error:
-            if not error.retryable or attempt >= settings.WIKIDATA_MAX_RETRIES:
-                raise
-            delay = full_jitter_delay(
-                attempt=attempt, base=settings.WIKIDATA_BACKOFF_BASE_SECONDS, retry_after=error.retry_after
-            )
-            too_late = deadline is not None and time.monotonic() + delay > deadline
-            if too_late or delay > settings.WIKIDATA_MAX_RETRY_WAIT_SECONDS:
-                raise
-            logger.warning(
-                "wikidata.retry", what=what, attempt=attempt + 1, delay_s=round(delay, 3), error=str(error)
-            )
-            time.sleep(delay)
-            attempt += 1
+    """``call()`` under Wikidata's retry policy (``apps.core.retries``): at most
+    ``WIKIDATA_MAX_RETRIES`` retries, never waiting past ``deadline`` or longer than
+    ``WIKIDATA_MAX_RETRY_WAIT_SECONDS``."""
+    policy = RetryPolicy(
+        max_retries=settings.WIKIDATA_MAX_RETRIES,
+        backoff_base=settings.WIKIDATA_BACKOFF_BASE_SECONDS,
+        max_wait=settings.WIKIDATA_MAX_RETRY_WAIT_SECONDS,
+    )
+    return call_with_retries(call, policy=policy, what=f"wikidata {what}", deadline=deadline)

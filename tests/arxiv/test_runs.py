@@ -10,7 +10,6 @@ from apps.arxiv.models import Paper, PaperVersion, RunStatus, SearchRun
 from apps.arxiv.schemas import SearchIn
 from apps.arxiv.services import (
     arxiv_limiter,
-    backoff_delay,
     lookup_submit,
     search_run_execute,
     search_run_outcome,
@@ -170,15 +169,6 @@ def test_lookup_by_id_upserts_and_never_downgrades_the_latest_version(arxiv: Rep
     paper.refresh_from_db()
     assert (paper.latest_version, paper.title) == (latest, search_run_outcome(run=run)["items"][0]["title"])
     assert sorted(paper.versions.values_list("version", flat=True)) == [latest - 1, latest]
-
-
-def test_backoff_is_full_jitter_capped_and_never_before_retry_after(settings) -> None:
-    settings.ARXIV_BACKOFF_BASE_SECONDS = 1.0
-    settings.ARXIV_BACKOFF_MAX_SECONDS = 5.0
-    delays = [backoff_delay(attempt=3, retry_after=None) for _ in range(200)]
-    assert min(delays) >= 0 and max(delays) <= 5.0
-    assert max(delays) > 2.5  # uniform over [0, 5], not a fixed delay
-    assert all(backoff_delay(attempt=0, retry_after=2.0) >= 2.0 for _ in range(50))
 
 
 def test_switched_off_arxiv_answers_a_clear_503(settings) -> None:

@@ -61,7 +61,8 @@ def test_vectors_come_back_in_input_order_normalised_across_batches(backend) -> 
     ids=["503", "429", "400", "not-json", "wrong-width", "missing-rows", "zero-vector"],
 )
 @respx.mock
-def test_failures_are_classified(backend, response: httpx.Response, retryable: bool) -> None:
+def test_failures_are_classified(backend, response: httpx.Response, retryable: bool, settings) -> None:
+    settings.EMBEDDINGS_MAX_RETRIES = 0  # classification only; retries are tested below
     respx.post(f"{BASE}/embeddings").mock(return_value=response)
     with pytest.raises(UpstreamError) as caught:
         backend.embed(["one"])
@@ -72,14 +73,16 @@ def test_failures_are_classified(backend, response: httpx.Response, retryable: b
 
 
 @respx.mock
-def test_timeouts_and_connection_errors_are_retryable(backend) -> None:
-    respx.post(f"{BASE}/embeddings").mock(
-        side_effect=[httpx.ReadTimeout("slow"), httpx.ConnectError("refused")]
+def test_timeouts_and_connection_errors_are_retried_then_reported_retryable(backend, settings) -> None:
+    settings.EMBEDDINGS_MAX_RETRIES = 2
+    settings.EMBEDDINGS_BACKOFF_BASE_SECONDS = 0.001
+    route = respx.post(f"{BASE}/embeddings").mock(
+        side_effect=[httpx.ReadTimeout("slow"), httpx.ConnectError("refused"), httpx.ReadTimeout("slow")]
     )
-    for _ in range(2):
-        with pytest.raises(UpstreamError) as caught:
-            backend.embed(["one"])
-        assert caught.value.retryable is True
+    with pytest.raises(UpstreamError) as caught:
+        backend.embed(["one"])
+    assert caught.value.retryable is True
+    assert route.call_count == 3  # the first try and two retries
 
 
 def test_embeddings_url_selects_the_backend(settings) -> None:
