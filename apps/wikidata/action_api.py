@@ -42,6 +42,7 @@ from apps.core.errors import UpstreamError, ValidationFailed
 from apps.core.http import build_client, parse_retry_after
 from apps.core.logging import get_logger
 from apps.wikidata.statements import (
+    ENTITY_ID_RE,
     Entity,
     Statement,
     WikibaseFormatError,
@@ -78,7 +79,7 @@ KNOWN_PROPS = frozenset(
 )
 SEARCH_TYPES = frozenset({"item", "property", "lexeme", "form", "sense"})
 
-_ID_RE = re.compile(r"^[A-Z][0-9]+(?:-[FS][0-9]+)?$")
+_ID_RE = ENTITY_ID_RE
 _LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{1,8})*$")
 
 logger = get_logger(__name__)

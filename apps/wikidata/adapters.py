@@ -41,7 +41,14 @@ from apps.wikidata import action_api, clients, vectordb
 from apps.wikidata import services as fact_services
 from apps.wikidata import sparql as wdqs
 from apps.wikidata.action_api import EntitiesResult
-from apps.wikidata.statements import EntityIdValue, Statement, snak_ids
+from apps.wikidata.statements import (
+    ITEM_ID_RE,
+    PROPERTY_ID_RE,
+    EntityIdValue,
+    Statement,
+    entity_id_pattern,
+    snak_ids,
+)
 
 logger = get_logger(__name__)
 
@@ -55,10 +62,9 @@ MAX_LABEL_IDS = 100  # two wbgetentities requests at most for the labels of one 
 INSTANCE_OF = "P31"
 SUBCLASS_OF = "P279"
 
-# As loose as the Action API's own check: Q0 is well-formed and "not found", as the upstream says.
-_ENTITY_RE = re.compile(r"^[QPL][0-9]+$")
-_PROPERTY_RE = re.compile(r"^P[0-9]+$")
-_QID_RE = re.compile(r"^Q[1-9][0-9]*$")
+_ENTITY_RE = entity_id_pattern("QPL", sub_entities=False)
+_PROPERTY_RE = PROPERTY_ID_RE
+_QID_RE = ITEM_ID_RE
 _LANG_RE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{1,8})*$")
 
 _MISSING = object()

@@ -41,6 +41,7 @@ from rdflib.term import Node
 from apps.core.errors import ValidationFailed
 from apps.wikidata.models import Fact, FactRun
 from apps.wikidata.sparql import statement_uri
+from apps.wikidata.statements import entity_id_pattern
 
 WD = Namespace("http://www.wikidata.org/entity/")
 WDS = Namespace("http://www.wikidata.org/entity/statement/")
@@ -72,7 +73,7 @@ _RANKS = {
     "normal": WIKIBASE.NormalRank,
     "deprecated": WIKIBASE.DeprecatedRank,
 }
-_ENTITY_ID_RE = re.compile(r"^[QPL][1-9][0-9]*$")
+_ENTITY_ID_RE = entity_id_pattern("QPL", sub_entities=False)
 _HASH_RE = re.compile(r"^[0-9a-f]{40}$")
 # An absolute http(s) IRI with none of the characters Turtle cannot write inside <…>.
 _HTTP_IRI_RE = re.compile(r"^https?://[^\s<>\"{}|\\^`]+$")

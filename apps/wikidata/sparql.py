@@ -52,6 +52,7 @@ from django.conf import settings
 from apps.core.errors import UpstreamError, ValidationFailed
 from apps.core.http import build_client, parse_retry_after
 from apps.core.logging import get_logger
+from apps.wikidata.statements import ITEM_ID_RE, PROPERTY_ID_RE, entity_id_pattern
 
 DEFAULT_SPARQL_URL = "https://query.wikidata.org/sparql"
 UPSTREAM = "wikidata-query-service"
@@ -223,6 +224,100 @@ def _rdflib_query_form(query: str) -> str | None:
     return str(getattr(parsed[1], "name", "")).removesuffix("Query").upper() or None
 
 
+# ``SERVICE`` sends part of a query to another endpoint (SPARQL 1.1 Federated Query): from WDQS
+# to wherever the IRI says, and from a local rdflib graph (the ontology tools) to it straight
+# from this process. Only WDQS's own services, evaluated inside WDQS, are let through.
+WDQS_PREFIXES = {"wikibase": "http://wikiba.se/ontology#", "bd": "http://www.bigdata.com/rdf#"}
+WDQS_INTERNAL_SERVICES = frozenset(
+    {
+        "http://wikiba.se/ontology#label",  # labels (SERVICE wikibase:label { … })
+        "http://wikiba.se/ontology#mwapi",  # MediaWiki API search, run by WDQS
+        "http://wikiba.se/ontology#around",  # geospatial search
+        "http://wikiba.se/ontology#box",
+        "http://www.bigdata.com/rdf#sample",  # sampling
+        "http://www.bigdata.com/rdf#slice",
+    }
+)
+
+
+def _service_target(token: tuple[str, str], prefixes: Mapping[str, str]) -> str:
+    kind, text = token
+    if kind == "iri":
+        return text[1:-1]
+    if kind == "pname":
+        prefix, _, local = text.partition(":")
+        return prefixes[prefix] + local if prefix in prefixes else text
+    return text or "(nothing)"
+
+
+def _declared_prefixes(tokens: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """WDQS's predeclared service prefixes, overridden by the query's own ``PREFIX`` declarations."""
+    prefixes = dict(WDQS_PREFIXES)
+    for index in range(len(tokens) - 2):
+        (kind, text), (name_kind, name), (iri_kind, iri) = tokens[index : index + 3]
+        if kind == "word" and text == "PREFIX" and name_kind == "pname" and iri_kind == "iri":
+            prefixes[name.partition(":")[0]] = iri[1:-1]
+    return prefixes
+
+
+def _lexical_services(tokens: Sequence[tuple[str, str]], prefixes: Mapping[str, str]) -> list[str]:
+    """The target of every ``SERVICE [SILENT] <target>`` the tokenizer sees (bare words only, so the
+    word in a string, IRI, comment or variable name is not one)."""
+    targets = []
+    for index, (kind, text) in enumerate(tokens):
+        if kind != "word" or text != "SERVICE":
+            continue
+        following = tokens[index + 1 : index + 3]
+        if following and following[0] == ("word", "SILENT"):
+            following = following[1:]
+        targets.append(_service_target(following[0], prefixes) if following else "(nothing)")
+    return targets
+
+
+def _rdflib_services(query: str, prefixes: Mapping[str, str]) -> list[str]:
+    """The targets of the ``ServiceGraphPattern`` nodes of rdflib's parse (none if it cannot parse)."""
+    from pyparsing import ParseException, ParseResults
+    from rdflib.plugins.sparql.parser import parseQuery
+    from rdflib.plugins.sparql.parserutils import CompValue
+    from rdflib.term import Variable
+
+    with _PARSER_LOCK:
+        try:
+            parsed = parseQuery(query)
+        except (ParseException, ValueError):
+            return []
+    targets: list[str] = []
+    pending: list[Any] = [parsed]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, CompValue):
+            if node.name == "ServiceGraphPattern":
+                term = node.get("term")
+                if isinstance(term, CompValue) and term.name == "pname":
+                    prefix, local = str(term.get("prefix") or ""), str(term.get("localname") or "")
+                    targets.append(prefixes[prefix] + local if prefix in prefixes else f"{prefix}:{local}")
+                elif isinstance(term, Variable):
+                    targets.append(f"?{term}")
+                else:
+                    targets.append(str(term))
+            pending.extend(node.values())
+        elif isinstance(node, ParseResults | list | tuple):
+            pending.extend(node)
+    return targets
+
+
+@functools.lru_cache(maxsize=256)
+def _services(query: str) -> tuple[str, ...]:
+    """Every ``SERVICE`` target of ``query``, as the tokenizer and (when the word occurs at all)
+    rdflib's Query grammar see them: a target either finds is a target."""
+    tokens = _words(query)
+    prefixes = _declared_prefixes(tokens)
+    targets = _lexical_services(tokens, prefixes)
+    if re.search("service", query, re.IGNORECASE):
+        targets += _rdflib_services(query, prefixes)
+    return tuple(dict.fromkeys(targets))
+
+
 MAX_CACHED_QUERY_LENGTH = 8000
 
 
@@ -253,7 +348,7 @@ def _uncached_verdict(query: str) -> tuple[str | None, str | None]:
     return form, keyword
 
 
-def ensure_read_only(query: str) -> str:
+def ensure_read_only(query: str, *, allowed_services: frozenset[str] = WDQS_INTERNAL_SERVICES) -> str:
     """The query form (``SELECT``, ``ASK``, ``CONSTRUCT`` or ``DESCRIBE``) of a read-only query.
 
     Anything else raises :class:`ValidationFailed` naming what was found. The checks, on the text
@@ -271,6 +366,11 @@ def ensure_read_only(query: str) -> str:
     A query rdflib cannot parse but that passes 1 and 2 (e.g. with Blazegraph extensions such as
     named subqueries) is let through: WDQS is the judge of its syntax (a 400, terminal). Verdicts
     for queries up to :data:`MAX_CACHED_QUERY_LENGTH` characters are cached.
+
+    Federated queries are refused too: every ``SERVICE`` target — found by the same tokenizer
+    (``PREFIX`` declarations applied) and by rdflib's Query grammar — must be one of
+    ``allowed_services`` (WDQS's own label, MWAPI, geospatial and sampling services by default;
+    a local graph passes an empty set). A variable or unknown prefix is never allowed.
     """
     if not isinstance(query, str) or not query.strip():
         raise ValidationFailed("the SPARQL query is empty", details={"field": "query"})
@@ -294,6 +394,20 @@ def ensure_read_only(query: str) -> str:
             + (f"; found {form}" if form else ""),
             details={"field": "query", "keyword": form or ""},
         )
+    for text in dict.fromkeys([query, _expand_codepoint_escapes(query)]):
+        services = _services(text) if len(text) <= MAX_CACHED_QUERY_LENGTH else _services.__wrapped__(text)
+        for target in services:
+            if target not in allowed_services:
+                shown = target if target.startswith(("?", "(")) else f"<{target}>"
+                raise ValidationFailed(
+                    f"federated SPARQL queries are not allowed; found SERVICE {shown}"
+                    + (
+                        "; only the query service's own services (e.g. wikibase:label) are"
+                        if allowed_services
+                        else ""
+                    ),
+                    details={"field": "query", "keyword": "SERVICE", "service": target},
+                )
     return str(form)
 
 
@@ -617,9 +731,9 @@ class SparqlClient:
 
 # ------------------------------------------------------------------------------------------- provenance
 
-_ENTITY_RE = re.compile(r"^[QPL][1-9][0-9]*$")
-_QID_RE = re.compile(r"^Q[1-9][0-9]*$")
-_PID_RE = re.compile(r"^P[1-9][0-9]*$")
+_ENTITY_RE = entity_id_pattern("QPL", sub_entities=False)
+_QID_RE = ITEM_ID_RE
+_PID_RE = PROPERTY_ID_RE
 _UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # A statement GUID is "<entity id>$<UUID>"; the entity part's case is kept as Wikibase stored it
 # (Q42 has statements whose GUID starts with "q42$").

@@ -26,6 +26,7 @@ cannot be a statement raises :class:`WikibaseFormatError` (a ``ValueError``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,10 +41,26 @@ SNAK_TYPES: tuple[str, ...] = ("value", "somevalue", "novalue")
 MUL = "mul"
 ENGLISH = "en"
 
-# Entity ids: Q42, P31, L7, M5, E1 … and lexeme sub-entities L7-F1 / L7-S1.
-ENTITY_ID_RE = re.compile(r"^[A-Z][1-9][0-9]*(?:-[FS][1-9][0-9]*)?$")
+# The one entity-id pattern every module checks ids with: item Q42, property P31, lexeme L7,
+# mediainfo M5, entity schema E1, and lexeme sub-entities (forms L7-F1, senses L7-S1). No leading
+# zeros: Wikibase never issues Q0 or Q042, so they are refused here rather than sent upstream.
+ENTITY_KINDS = "QPLME"
+_SUB_ENTITY = r"(?:-[FS][1-9][0-9]*)"
+
+
+@functools.cache
+def entity_id_pattern(kinds: str = ENTITY_KINDS, *, sub_entities: bool = True) -> re.Pattern[str]:
+    """The entity-id pattern narrowed to ``kinds`` (e.g. ``"QP"`` for what the vector database
+    returns), with or without lexeme sub-entities."""
+    # \Z, not $: "$" also matches before a trailing newline.
+    return re.compile(rf"^[{kinds}][1-9][0-9]*{_SUB_ENTITY + '?' if sub_entities else ''}\Z")
+
+
+ENTITY_ID_RE = entity_id_pattern()
+ITEM_ID_RE = entity_id_pattern("Q", sub_entities=False)
+PROPERTY_ID_RE = entity_id_pattern("P", sub_entities=False)
 # The last path segment of a concept URI (http://www.wikidata.org/entity/Q11573 → Q11573).
-_CONCEPT_URI_RE = re.compile(r"/entity/([A-Za-z][0-9]+(?:-[FS][0-9]+)?)$")
+_CONCEPT_URI_RE = re.compile(rf"/entity/([{ENTITY_KINDS}][1-9][0-9]*{_SUB_ENTITY}?)$")
 _ENTITY_TYPE_PREFIX = {"item": "Q", "property": "P", "lexeme": "L", "mediainfo": "M", "entity-schema": "E"}
 
 

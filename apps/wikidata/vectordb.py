@@ -48,6 +48,7 @@ from django.conf import settings
 from apps.core.errors import UpstreamError, ValidationFailed
 from apps.core.http import build_client, parse_retry_after
 from apps.core.logging import get_logger
+from apps.wikidata.statements import ITEM_ID_RE, entity_id_pattern
 
 DEFAULT_VECTOR_URL = "https://wd-vectordb.wmcloud.org"
 UPSTREAM = "wikidata-vectordb"
@@ -67,8 +68,8 @@ DEFAULT_BURST = 3
 MIN_USER_AGENT_LENGTH = 10
 USER_AGENT_REFUSED = "A more descriptive User-Agent is required"
 
-_QID_RE = re.compile(r"^Q[1-9][0-9]*$")
-_HIT_ID_RE = re.compile(r"^[QP][1-9][0-9]*$")
+_QID_RE = ITEM_ID_RE
+_HIT_ID_RE = entity_id_pattern("QP", sub_entities=False)
 _LANG_RE = re.compile(r"^(?:all|[a-z]{2,3}(?:-[a-z0-9]{1,8})*)$")
 
 Kind = Literal["item", "property"]

@@ -127,18 +127,15 @@ def test_sitelink_lookup_oliver_kahn(api, client):
     assert len(kahn.statements) == 35
 
 
-def test_no_such_entity_is_a_terminal_error_with_code_and_info(api, client):
-    api.get(API_URL).mock(return_value=reply("error_no_such_entity_Q0.json"))
-    with pytest.raises(ActionApiError) as caught:
-        client.get_entities(["Q0"])
-    error = caught.value
-    assert not error.retryable
-    assert (error.api_code, error.info) == (
-        "no-such-entity",
-        "Could not find such an entity (Invalid id: Q0)",
-    )
-    assert error.details["apiCode"] == "no-such-entity"
-    assert error.details["status"] == 200
+def test_an_id_wikibase_never_issues_is_refused_before_sending(api, client):
+    # Wikidata answers Q0 with no-such-entity "Invalid id: Q0" (recorded in
+    # error_no_such_entity_Q0.json); the one entity-id pattern refuses it here instead.
+    route = api.get(API_URL).mock(return_value=reply("error_no_such_entity_Q0.json"))
+    for invalid in ("Q0", "Q042", "X1", "L7-F0"):
+        with pytest.raises(ValidationFailed) as caught:
+            client.get_entities([invalid])
+        assert caught.value.details == {"field": "ids", "value": invalid}
+    assert route.call_count == 0
 
 
 # ----------------------------------------------------------------------------------- recorded: wbgetclaims

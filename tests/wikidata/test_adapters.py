@@ -208,17 +208,18 @@ def test_get_claims_leaves_out_external_ids_unless_asked_and_keeps_deprecated_st
     assert labels.calls.last.request.url.params["languages"] == "de|mul|en"
 
 
-def test_get_claims_of_an_unknown_entity_is_a_terminal_upstream_error(mock) -> None:
+def test_get_claims_of_an_id_wikibase_never_issues_is_refused_before_sending(mock) -> None:
+    # Wikidata answers no-such-entity "Invalid id: Q0" (error_no_such_entity_Q0.json): refused here.
     route = mock.get(API_URL, params={"action": "wbgetclaims"}).mock(
         return_value=reply("wikidata/error_no_such_entity_Q0.json")
     )
-    with pytest.raises(UpstreamError) as raised:
+    with pytest.raises(ValidationFailed) as raised:
         adapters.get_claims(tool("wikidata.get_claims"), {"entity_id": "Q0"})
-    assert raised.value.retryable is False
     assert raised.value.message == (
-        "the Wikidata Action API refused: no-such-entity: Could not find such an entity (Invalid id: Q0)"
+        "Invalid arguments for tool 'wikidata.get_claims': $.entity_id: must be a Wikidata id such as Q42 "
+        "or P31, not 'Q0'."
     )
-    assert route.call_count == 1  # terminal: not retried
+    assert route.call_count == 0
 
 
 def test_labels_are_best_effort(mock) -> None:
@@ -789,12 +790,10 @@ def test_native_path_down_too_raises_the_mcp_error(default_registry, mock, monke
 
 def test_terminal_native_answer_after_the_fallback_is_raised(default_registry, mock, monkeypatch) -> None:
     monkeypatch.setenv("WIKIDATA_MCP_URL", f"http://127.0.0.1:{free_port()}/mcp/")
-    mock.get(API_URL).mock(return_value=reply("wikidata/error_no_such_entity_Q0.json"))
+    # Not JSON where JSON was promised: terminal (a retry would get the same page).
+    mock.get(API_URL).mock(return_value=httpx.Response(200, text="<html>maintenance</html>"))
 
     with pytest.raises(UpstreamError) as raised:
-        tool_call(name="wikidata.get_claims", arguments={"entity_id": "Q0"})
+        tool_call(name="wikidata.get_claims", arguments={"entity_id": "Q42"})
 
     assert raised.value.retryable is False
-    assert raised.value.message == (
-        "the Wikidata Action API refused: no-such-entity: Could not find such an entity (Invalid id: Q0)"
-    )

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from apps.wikidata.statements import (
+    ENTITY_ID_RE,
     EntityIdValue,
     GlobeCoordinateValue,
     MonolingualTextValue,
@@ -19,10 +20,12 @@ from apps.wikidata.statements import (
     UnknownValue,
     WikibaseFormatError,
     best_statements,
+    entity_id_pattern,
     guid_entity_id,
     ids_referenced,
     is_missing,
     language_fallback_chain,
+    normalize_entity_id,
     parse_claims,
     parse_entity,
     parse_statement,
@@ -314,3 +317,19 @@ def test_constructed_values_and_unknown_types():
 def test_malformed_statements_raise_format_error(raw):
     with pytest.raises(WikibaseFormatError):
         parse_statement(raw, entity_id="Q1")
+
+
+def test_one_entity_id_pattern_narrowed_per_use() -> None:
+    accepted = ["Q42", "P31", "L7", "M5", "E1", "L7-F1", "L7-S2"]
+    refused = ["Q0", "Q042", "X1", "q42", "Q42-F1x", "L7-F0", "Q", "42", "Q42 ", "Q42\n", "Q4\u0662"]
+    assert [bool(ENTITY_ID_RE.match(value)) for value in accepted] == [True] * len(accepted)
+    assert [bool(ENTITY_ID_RE.match(value)) for value in refused] == [False] * len(refused)
+    items_and_properties = entity_id_pattern("QP", sub_entities=False)
+    assert [bool(items_and_properties.match(v)) for v in ("Q42", "P31", "L7", "L7-F1")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert entity_id_pattern("QP", sub_entities=False) is items_and_properties  # compiled once
+    assert normalize_entity_id(" l7-f1 ") == "L7-F1"
