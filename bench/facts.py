@@ -54,6 +54,7 @@ def run(report) -> None:
         f"bench-{namespace}:" + original_label_key(language, entity_id)
     )
     overrides = override_settings(
+        CORTEX_OUTBOUND_ALLOW_NETWORKS=["127.0.0.0/8"],  # the replay listens on loopback
         WIKIDATA_API_URL=replay.api_url,
         WIKIDATA_SPARQL_URL=replay.sparql_url,
         WIKIDATA_VECTOR_URL=replay.vector_url,

@@ -19,6 +19,7 @@ from apps.core.errors import (
     ValidationFailed,
     error_response,
     pydantic_errors_to_details,
+    sees_upstream_locations,
 )
 
 api = NinjaAPI(
@@ -31,7 +32,7 @@ api = NinjaAPI(
 
 @api.exception_handler(ApplicationError)
 def _application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
-    return error_response(exc)
+    return error_response(exc, privileged=sees_upstream_locations(request))
 
 
 @api.exception_handler(ValidationError)

@@ -7,6 +7,7 @@ the `test_cortexweb` database on that server.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -16,10 +17,12 @@ from django.test import Client
 
 from apps.connectors.selectors import process_caches_clear
 from apps.connectors.services import registry_changed
+from apps.core import outbound
 from apps.core.models import ApiToken
 from apps.core.redis import get_redis
 from apps.core.services import api_token_create, api_token_limiter
 from cortexweb.celery import app as celery_app
+from tests.listener import Listener
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +47,42 @@ def celery_worker(django_db_setup: None, django_db_blocker) -> Iterator[object]:
         ) as worker,
     ):
         yield worker
+
+
+# The local replay servers, the fake MCP servers and the test listeners are on loopback.
+LOOPBACK_NETWORKS = ["127.0.0.0/8", "::1/128"]
+
+
+@pytest.fixture(autouse=True)
+def _outbound_allows_loopback(settings) -> None:
+    """The outbound rule refuses loopback unless allowed; tests allow it as an operator would, with
+    ``CORTEX_OUTBOUND_ALLOW_NETWORKS`` (subprocesses get it from ``subprocess_environment``)."""
+    settings.CORTEX_OUTBOUND_ALLOW_NETWORKS = LOOPBACK_NETWORKS
+    settings.CORTEX_OUTBOUND_ALLOW_HOSTS = []
+
+
+@pytest.fixture(autouse=True)
+def fake_dns(monkeypatch) -> dict[str, list[str]]:
+    """No DNS queries from tests: the outbound rule resolves names from this table (a test may add
+    names); any other name fails as unknown, as it would offline."""
+    table = {"localhost": ["127.0.0.1"]}
+
+    def resolve(host: str, port: int) -> list[str]:
+        try:
+            return list(table[host.lower().rstrip(".")])
+        except KeyError:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+
+    monkeypatch.setattr(outbound, "resolve", resolve)
+    return table
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    """A real HTTP server on 127.0.0.1 counting the connections it gets (see tests/listener.py)."""
+    server = Listener().start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -24,8 +24,9 @@ from django.db import transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
 
-from apps.connectors import adapters, mcp_client
+from apps.connectors import adapters, mcp_client, schema_refs
 from apps.connectors import metrics as gateway_metrics
 from apps.connectors.models import (
     CallTransport,
@@ -132,18 +133,26 @@ def _arguments_validate(tool: RemoteTool, arguments: Any) -> None:
     schema = tool.input_schema
     if not schema:
         return
-    try:
-        validator = Draft202012Validator(schema)
-        validator.check_schema(schema)
-    except SchemaError as error:
-        # The upstream's schema is broken; the upstream will judge the arguments itself.
-        logger.warning("tool.input_schema_invalid", tool=tool.name, error=error.message)
+    refusal = schema_refs.schema_refusal(schema)
+    if refusal:
+        # Stored before refs were refused on save and sync; never fetched (nor is anything else).
+        logger.warning("tool.input_schema_invalid", tool=tool.name, error=refusal)
         return
-    errors = [
-        {"path": path, "message": error.message}
-        for error in validator.iter_errors(arguments)
-        for path in _error_paths(error)
-    ]
+    try:
+        # The registry retrieves nothing: a reference outside the document is unresolvable.
+        validator = Draft202012Validator(schema, registry=schema_refs.LOCAL_REGISTRY)
+        validator.check_schema(schema)
+        errors = [
+            {"path": path, "message": error.message}
+            for error in validator.iter_errors(arguments)
+            for path in _error_paths(error)
+        ]
+    except (SchemaError, Unresolvable) as error:
+        # The upstream's schema is broken; the upstream will judge the arguments itself.
+        logger.warning(
+            "tool.input_schema_invalid", tool=tool.name, error=getattr(error, "message", str(error))
+        )
+        return
     if errors:
         errors.sort(key=lambda item: (item["path"], item["message"]))
         listed = "; ".join(f"{item['path']}: {item['message']}" for item in errors)
@@ -362,10 +371,14 @@ class SyncReport:
     missing_upstream: list[str] = field(default_factory=list)
     undeclared_upstream: list[str] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)  # canonical name → its new upstream name
+    # canonical name → why its upstream input schema was not stored (a reference outside it)
+    schema_refused: dict[str, str] = field(default_factory=dict)
 
     @property
     def drifted(self) -> bool:
-        return bool(self.schema_changed or self.missing_upstream or self.undeclared_upstream)
+        return bool(
+            self.schema_changed or self.missing_upstream or self.undeclared_upstream or self.schema_refused
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -376,6 +389,7 @@ class SyncReport:
             "missingUpstream": self.missing_upstream,
             "undeclaredUpstream": self.undeclared_upstream,
             "renamed": self.renamed,
+            "schemaRefused": self.schema_refused,
         }
 
     def summary(self) -> str:
@@ -397,6 +411,12 @@ class SyncReport:
                 if self.renamed
                 else ""
             )
+            + (f"; {self.refused_text()}" if self.schema_refused else "")
+        )
+
+    def refused_text(self) -> str:
+        return "input schema refused, not stored: " + "; ".join(
+            f"{name}: {reason}" for name, reason in self.schema_refused.items()
         )
 
 
@@ -450,14 +470,7 @@ def connector_sync(*, slug: str) -> SyncReport:
                 report.missing_upstream.append(tool.name)
                 continue
             entry = by_name[matched]
-            schema = entry.get("inputSchema")
-            previous = tool.upstream_input_schema
-            if previous is not None and previous != schema:
-                tool.drift = DriftState.SCHEMA_CHANGED
-                report.schema_changed.append(tool.name)
-            else:
-                tool.drift = DriftState.IN_SYNC
-                report.in_sync.append(tool.name)
+            schema = _schema_synced(tool, entry.get("inputSchema"), report)
             if tool.upstream_call_name != matched:
                 report.renamed[tool.name] = matched
             tool.upstream_name = matched
@@ -478,13 +491,37 @@ def connector_sync(*, slug: str) -> SyncReport:
         report.undeclared_upstream = sorted(set(by_name) - set(matches.values()))
         connector.undeclared_upstream_tools = report.undeclared_upstream
         connector.last_synced_at = now
-        connector.last_sync_error = ""
+        connector.last_sync_error = report.refused_text() if report.schema_refused else ""
         connector.save(
             update_fields=["undeclared_upstream_tools", "last_synced_at", "last_sync_error", "updated_at"]
         )
         event_emit(name="connectors.synced", payload=report.as_dict())
     logger.info("connectors.synced", **report.as_dict())
     return report
+
+
+def _schema_synced(tool: RemoteTool, schema: Any, report: SyncReport) -> Any:
+    """The upstream input schema to keep for ``tool``, its drift state set and reported.
+
+    A schema with a reference outside itself is refused: the previous one is kept (the upstream's
+    is never stored, so never validated against) and the tool counts as changed upstream.
+    """
+    previous = tool.upstream_input_schema
+    refusal = schema_refs.schema_refusal(schema)
+    if refusal:
+        logger.warning(
+            "connectors.sync_schema_refused", connector=report.connector, tool=tool.name, error=refusal
+        )
+        tool.drift = DriftState.SCHEMA_CHANGED
+        report.schema_refused[tool.name] = refusal
+        return previous
+    if previous is not None and previous != schema:
+        tool.drift = DriftState.SCHEMA_CHANGED
+        report.schema_changed.append(tool.name)
+    else:
+        tool.drift = DriftState.IN_SYNC
+        report.in_sync.append(tool.name)
+    return schema
 
 
 def _match_tools(tools: list[RemoteTool], upstream: dict[str, dict[str, Any]]) -> dict[int, str]:

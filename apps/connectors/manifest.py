@@ -21,6 +21,9 @@ from django.conf import settings
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.connectors.schema_refs import remote_refs
+from apps.core.outbound import url_refusal
+
 SCHEMA_PATH = Path(settings.BASE_DIR) / "config" / "schemas" / "connectors.manifest.schema.json"
 SCHEMA_REFERENCE = "./schemas/connectors.manifest.schema.json"
 
@@ -146,6 +149,9 @@ def _consistency_errors(connectors: list[dict[str, Any]]) -> list[ManifestError]
 
 def _connector_errors(connector: dict[str, Any], path: str) -> list[ManifestError]:
     errors = []
+    refusal = url_refusal(connector["endpoint"])
+    if refusal:
+        errors.append(ManifestError(f"{path}.endpoint", f"Endpoint refused: {refusal}"))
     auth = connector["auth"]
     if auth["type"] != "none" and "secretEnv" not in auth:
         errors.append(
@@ -176,7 +182,14 @@ def _tool_errors(tool: dict[str, Any], path: str) -> list[ManifestError]:
         Draft202012Validator.check_schema(tool["inputSchema"])
     except SchemaError as exc:
         return [ManifestError(f"{path}.inputSchema", f"Not a valid JSON Schema: {exc.message}")]
-    return []
+    return [
+        ManifestError(
+            ref_path,
+            f"{ref!r} is a reference outside the schema, which CortexWeb never fetches; "
+            "use references inside the document ('#/$defs/…') instead.",
+        )
+        for ref_path, ref in remote_refs(tool["inputSchema"], f"{path}.inputSchema")
+    ]
 
 
 CONNECTOR_REQUIRED = frozenset(

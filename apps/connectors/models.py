@@ -8,11 +8,16 @@ sync never rewrites what an operator decided.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
+from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+
+from apps.connectors.schema_refs import schema_refusal
 
 TOOL_NAME_PATTERN = r"^[a-z0-9._-]{1,64}$"
 TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
@@ -24,6 +29,27 @@ tool_name_validator = RegexValidator(
 connector_id_validator = RegexValidator(
     CONNECTOR_ID_PATTERN, "Use 1–64 characters from a–z, 0–9 and '-', starting with a letter or digit."
 )
+
+
+def _field_checked(
+    field_checks: Callable[..., None],
+    exclude: Collection[str] | None,
+    name: str,
+    refusal: Callable[[], str | None],
+    label: str,
+) -> None:
+    """Django's field checks, then ``refusal`` for field ``name`` when that field is checked and valid."""
+    errors: dict[str, Any] = {}
+    try:
+        field_checks(exclude=exclude)
+    except ValidationError as error:
+        errors = error.update_error_dict(errors)
+    if name not in (exclude or ()) and name not in errors:
+        reason = refusal()
+        if reason:
+            errors[name] = [ValidationError(f"{label}: {reason}")]
+    if errors:
+        raise ValidationError(errors)
 
 
 class Transport(models.TextChoices):
@@ -113,6 +139,17 @@ class Connector(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        """No endpoint in loopback, private, link-local or metadata ranges unless the operator allows it.
+
+        A field check (not ``clean``) so that forms without the field never get its error.
+        """
+        from apps.core.outbound import url_refusal
+
+        _field_checked(
+            super().clean_fields, exclude, "endpoint", lambda: url_refusal(self.endpoint), "Endpoint refused"
+        )
+
 
 class RemoteToolQuerySet(models.QuerySet["RemoteTool"]):
     def published(self) -> RemoteToolQuerySet:
@@ -158,6 +195,16 @@ class RemoteTool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        """A declared input schema may reference only itself: CortexWeb never fetches a ``$ref``."""
+        _field_checked(
+            super().clean_fields,
+            exclude,
+            "declared_input_schema",
+            lambda: schema_refusal(self.declared_input_schema),
+            "Input schema refused",
+        )
 
     @property
     def upstream_call_name(self) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+from apps.core.outbound import networks_parse as outbound_networks_parse
 from apps.core.tracing import EXPORTERS
 
 
@@ -45,4 +46,14 @@ def cortex_configuration_check(app_configs: Any, **kwargs: Any) -> list:
     for name in ("WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "WIKIDATA_VECTOR_URL"):
         if not str(getattr(settings, name)).startswith(("http://", "https://")):
             messages.append(Error(f"{name} must be an http(s) URL.", id="cortex.E011"))
+    _outbound, invalid_outbound = outbound_networks_parse(settings.CORTEX_OUTBOUND_ALLOW_NETWORKS)
+    if invalid_outbound:
+        messages.append(
+            Error(
+                "CORTEX_OUTBOUND_ALLOW_NETWORKS has entries that are not networks: "
+                f"{', '.join(invalid_outbound)}.",
+                hint="Comma-separated CIDR networks or addresses, e.g. '10.20.0.0/16,fd00:1::/64'.",
+                id="cortex.E040",
+            )
+        )
     return messages

@@ -13,10 +13,15 @@ one shape whichever API it calls, and a bad request never becomes a 500.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from django.http import JsonResponse
 from rest_framework.exceptions import APIException
+
+from apps.core.logging import get_logger
+
+logger = get_logger(__name__)
 
 
 class ApplicationError(Exception):
@@ -141,8 +146,54 @@ def error_payload(code: str, message: str, details: dict[str, Any] | None = None
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
-def error_response(error: ApplicationError) -> JsonResponse:
-    response = JsonResponse(error_payload(error.code, error.message, error.details), status=error.status_code)
+# Where an upstream lives (its URL, endpoint, host or address) is for operators: upstream errors show
+# these fields, and any other field whose value is a URL, only to admin-scope tokens and staff users.
+UPSTREAM_LOCATION_KEYS = frozenset({"url", "endpoint", "sparqlEndpoint", "host", "address"})
+_URL_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def sees_upstream_locations(request: Any) -> bool:
+    """Whether the caller may see upstream URLs: a token with the ``admin`` scope, or a staff user."""
+    try:
+        token = getattr(request, "auth", None)  # DRF authenticates on first access: it may raise
+    except (ApplicationError, APIException):
+        return False
+    has_scope = getattr(token, "has_scope", None)
+    if callable(has_scope) and has_scope("admin"):
+        return True
+    user = getattr(request, "user", None)
+    return bool(getattr(user, "is_staff", False) and getattr(user, "is_active", False))
+
+
+def _without_locations(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: _without_locations(item)
+            for key, item in value.items()
+            if key not in UPSTREAM_LOCATION_KEYS and not (isinstance(item, str) and _URL_VALUE.match(item))
+        }
+    if isinstance(value, list):
+        return [_without_locations(item) for item in value]
+    return value
+
+
+def visible_details(error: ApplicationError, *, privileged: bool) -> dict[str, Any]:
+    """``error.details`` as this caller may see them: upstream locations only for the privileged.
+
+    What is withheld is logged (with the correlation id), so operators can still find it.
+    """
+    if privileged or not isinstance(error, UpstreamError):
+        return error.details
+    visible = _without_locations(error.details)
+    if visible != error.details:
+        logger.info("upstream_error.locations_withheld", message=error.message, details=error.details)
+    return visible
+
+
+def error_response(error: ApplicationError, *, privileged: bool = False) -> JsonResponse:
+    """The error in the one shape; an upstream error's locations only when ``privileged``."""
+    details = visible_details(error, privileged=privileged)
+    response = JsonResponse(error_payload(error.code, error.message, details), status=error.status_code)
     for header, value in error.headers().items():
         response[header] = value
     return response
@@ -186,7 +237,12 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]):
     if isinstance(exc, DrfApplicationError):
         exc = exc.error
     if isinstance(exc, ApplicationError):
-        response = Response(error_payload(exc.code, exc.message, exc.details), status=exc.status_code)
+        # Only an upstream error has locations to withhold. Asking who the caller is means
+        # authenticating again (DRF's request.auth), which must not happen when authentication is
+        # what failed: a second wait on a stalled database, or the same error raised in here.
+        privileged = isinstance(exc, UpstreamError) and sees_upstream_locations(context.get("request"))
+        visible = visible_details(exc, privileged=privileged)
+        response = Response(error_payload(exc.code, exc.message, visible), status=exc.status_code)
         for header, value in exc.headers().items():
             response[header] = value
         return response

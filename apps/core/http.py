@@ -4,6 +4,11 @@ Explicit connect/read timeouts, CortexWeb's descriptive User-Agent (Wikimedia
 rejects generic ones), redirects chosen by the caller rather than inherited,
 and the request's correlation id forwarded as ``X-Request-ID`` so upstream
 logs can be matched to ours. Nothing else in the code calls ``httpx.get``.
+
+Every client connects through :mod:`apps.core.outbound`'s network backends, which refuse
+private, loopback, link-local and metadata addresses unless the operator allows them (and
+connect only to the addresses they checked, so DNS rebinding cannot slip past). Environment
+proxies (``HTTP_PROXY``…) are not used: the check must see the address actually connected to.
 """
 
 from __future__ import annotations
@@ -16,11 +21,19 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 import certifi
+import httpcore
+import httpcore2
 import httpx
 import httpx2
 from django.conf import settings
 
 from apps.core.logging import current_correlation_id
+from apps.core.outbound import GuardedAsyncBackend, GuardedAsyncBackend2, GuardedSyncBackend
+
+# httpx's own defaults for a client's pool (httpx.Client without a transport uses the same).
+MAX_CONNECTIONS = 100
+MAX_KEEPALIVE_CONNECTIONS = 20
+KEEPALIVE_EXPIRY = 5.0
 
 
 def default_timeout(read: float | None = None) -> httpx.Timeout:
@@ -50,13 +63,43 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def _pool_options() -> dict:
+    return {
+        "ssl_context": tls_context(),
+        "max_connections": MAX_CONNECTIONS,
+        "max_keepalive_connections": MAX_KEEPALIVE_CONNECTIONS,
+        "keepalive_expiry": KEEPALIVE_EXPIRY,
+    }
+
+
+def guarded_transport() -> httpx.HTTPTransport:
+    """httpx's transport with its connection pool on the outbound-checking network backend."""
+    transport = httpx.HTTPTransport(verify=tls_context(), trust_env=False)
+    # httpx takes no network backend, so its pool is replaced by the same pool with ours.
+    transport._pool = httpcore.ConnectionPool(**_pool_options(), network_backend=GuardedSyncBackend())
+    return transport
+
+
+def guarded_async_transport() -> httpx.AsyncHTTPTransport:
+    transport = httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
+    transport._pool = httpcore.AsyncConnectionPool(**_pool_options(), network_backend=GuardedAsyncBackend())
+    return transport
+
+
+def guarded_async_transport2() -> httpx2.AsyncHTTPTransport:
+    """The same for the ``mcp`` SDK's httpx fork."""
+    transport = httpx2.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
+    transport._pool = httpcore2.AsyncConnectionPool(**_pool_options(), network_backend=GuardedAsyncBackend2())
+    return transport
+
+
 def build_client(
     *, base_url: str = "", timeout: float | None = None, follow_redirects: bool = False
 ) -> httpx.Client:
     """A synchronous client; use it as a context manager."""
     return httpx.Client(
         base_url=base_url,
-        verify=tls_context(),
+        transport=guarded_transport(),
         timeout=default_timeout(timeout),
         headers=default_headers(),
         follow_redirects=follow_redirects,
@@ -69,7 +112,7 @@ def build_async_client(
     """An asynchronous client; use it as an async context manager."""
     return httpx.AsyncClient(
         base_url=base_url,
-        verify=tls_context(),
+        transport=guarded_async_transport(),
         timeout=default_timeout(timeout),
         headers=default_headers(),
         follow_redirects=follow_redirects,
@@ -86,6 +129,7 @@ def build_mcp_async_client(
     """
     read = timeout if timeout is not None else settings.CORTEX_HTTP_READ_TIMEOUT
     return httpx2.AsyncClient(
+        transport=guarded_async_transport2(),
         headers={**default_headers(), **(headers or {})},
         timeout=httpx2.Timeout(
             connect=settings.CORTEX_HTTP_CONNECT_TIMEOUT,

@@ -38,6 +38,8 @@ def _host_environment(server: ReplayArxiv, interval: float) -> dict[str, str]:
         "DJANGO_SECRET_KEY": os.environ["DJANGO_SECRET_KEY"],
         "CORTEX_SIGNING_KEY": os.environ["CORTEX_SIGNING_KEY"],
         "FEATURE_ARXIV": "true",
+        # The replay listens on loopback, which the outbound rule refuses unless allowed.
+        "CORTEX_OUTBOUND_ALLOW_NETWORKS": ",".join(django_settings.CORTEX_OUTBOUND_ALLOW_NETWORKS),
         "ARXIV_API_URL": server.url,
         "ARXIV_MIN_INTERVAL_SECONDS": str(interval),
         "ARXIV_WAIT_SECONDS": "120",

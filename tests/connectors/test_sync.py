@@ -50,6 +50,7 @@ def test_sync_records_upstream_names_descriptions_and_schemas(wikidata_mcp, sett
         "missingUpstream": [],
         "undeclaredUpstream": ["get_statement_values"],
         "renamed": {},
+        "schemaRefused": {},
     }
     assert report.summary() == (
         "wikidata: 6 upstream tools; 5 in sync (wikidata.vector_search_items, "
