@@ -116,6 +116,7 @@ MIDDLEWARE = [
     "apps.core.middleware.UnstorableTextMiddleware",
     "apps.core.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "apps.core.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -161,11 +162,35 @@ STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(CORTEX_DATA_DIR / "
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 
+# --- Transport security (docs/security.md, "Production") --------------------------------
+# Off by default so `make run` works on http://127.0.0.1; a deployment behind TLS sets
+# DJANGO_SECURE_COOKIES, DJANGO_SECURE_SSL_REDIRECT and DJANGO_SECURE_HSTS_SECONDS, and then
+# `manage.py check --deploy` passes (tests/core/test_production_settings.py).
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# The probes answer over plain HTTP inside the cluster; everything else is redirected.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients).
+if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Sent on every response by apps.core.middleware.ContentSecurityPolicyMiddleware. The pages, the
+# admin and the API docs need no inline script or style and nothing from another origin.
+CORTEX_CONTENT_SECURITY_POLICY = env.str(
+    "CORTEX_CONTENT_SECURITY_POLICY",
+    default=(
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+        "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+    ),
+)
 
 # Request bodies on the APIs above this size are answered 413 before parsing.
 CORTEX_MAX_BODY_BYTES = env.int("CORTEX_MAX_BODY_BYTES", default=1024 * 1024)

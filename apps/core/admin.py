@@ -11,15 +11,32 @@ from django.http import HttpRequest
 
 from apps.core.errors import ValidationFailed
 from apps.core.models import ApiToken, Event, TokenScope
-from apps.core.services import api_token_create, api_token_revoke
+from apps.core.services import api_token_create, api_token_expiry_check, api_token_revoke
 
 
 class ApiTokenCreationForm(forms.ModelForm):
-    scopes = forms.MultipleChoiceField(choices=TokenScope.choices, widget=forms.CheckboxSelectMultiple)
+    scopes = forms.MultipleChoiceField(
+        choices=TokenScope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[TokenScope.READ],
+        help_text="Only what the agent needs: read stored data; upstream to ask facts, search arXiv and "
+        "call registry tools; verify to verify claims and ground messages; admin implies every scope. "
+        "docs/security.md lists what each operation needs.",
+    )
 
     class Meta:
         model = ApiToken
         fields = ["name", "scopes", "expires_at"]
+
+    def clean_expires_at(self) -> Any:
+        # The service's rule, checked here so the admin shows it on the field: an error raised in
+        # save_model, after validation, would be a 500.
+        expires_at = self.cleaned_data.get("expires_at")
+        try:
+            api_token_expiry_check(expires_at=expires_at)
+        except ValidationFailed as error:
+            raise forms.ValidationError(error.message) from error
+        return expires_at
 
 
 @admin.register(ApiToken)
@@ -48,15 +65,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if change:
             obj.save(update_fields=["name"])
             return
-        try:
-            token, raw_token = api_token_create(
-                name=form.cleaned_data["name"],
-                scopes=form.cleaned_data["scopes"],
-                expires_at=form.cleaned_data.get("expires_at"),
-                created_by=request.user,
-            )
-        except ValidationFailed as error:
-            raise forms.ValidationError(error.message) from error
+        # The form checked what the service refuses (clean_expires_at, the scope choices).
+        token, raw_token = api_token_create(
+            name=form.cleaned_data["name"],
+            scopes=form.cleaned_data["scopes"],
+            expires_at=form.cleaned_data.get("expires_at"),
+            created_by=request.user,
+        )
         obj.pk = token.pk
         obj.refresh_from_db()
         self.message_user(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 import time
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import models, transaction
 from django.utils import timezone
 
-from apps.core.errors import AuthenticationRequired, NotFound, ValidationFailed
+from apps.core.errors import AuthenticationRequired, NotFound, RateLimited, ValidationFailed
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.models import ApiToken, Event, TokenScope
 from apps.core.ratelimit import RateLimiter
@@ -51,6 +53,13 @@ def parse_scopes(scopes: Iterable[str]) -> list[str]:
     return cleaned
 
 
+def api_token_expiry_check(*, expires_at: datetime | None) -> None:
+    """``ValidationFailed`` unless the expiry is absent or in the future (the admin form checks it
+    before saving, so a refused expiry is a field error there, not a failed save)."""
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationFailed("The expiry must be in the future.", details={"field": "expires_at"})
+
+
 def api_token_create(
     *,
     name: str,
@@ -62,8 +71,7 @@ def api_token_create(
     name = name.strip()
     if not name:
         raise ValidationFailed("A token needs a name.")
-    if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationFailed("The expiry must be in the future.")
+    api_token_expiry_check(expires_at=expires_at)
     raw_token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         name=name,
@@ -120,6 +128,32 @@ def api_token_rate_check(*, token: ApiToken) -> None:
     """
     if settings.CORTEX_TOKEN_REQUESTS_PER_MINUTE > 0:
         api_token_limiter(token=token).check()
+
+
+def page_submission_limiter(*, user: AbstractBaseUser) -> RateLimiter:
+    """A signed-in user's limiter of page submissions that start upstream work (a fact question, a
+    live arXiv search, an admin re-run): ``CORTEX_PAGE_SUBMISSIONS_PER_MINUTE`` beyond a burst of
+    ``CORTEX_PAGE_SUBMISSION_BURST``, shared by every process through Redis."""
+    per_minute = max(settings.CORTEX_PAGE_SUBMISSIONS_PER_MINUTE, 1)
+    burst = max(settings.CORTEX_PAGE_SUBMISSION_BURST, 1)
+    return RateLimiter(f"page:user:{user.pk}", interval=60.0 / per_minute, burst=burst)
+
+
+def page_submission_check(*, user: AbstractBaseUser) -> None:
+    """Count one page submission against the user's limit; ``RateLimited`` (429, ``Retry-After``)
+    once it is spent. Submissions never queue. A limit of 0 switches it off."""
+    if settings.CORTEX_PAGE_SUBMISSIONS_PER_MINUTE <= 0:
+        return
+    try:
+        page_submission_limiter(user=user).check()
+    except RateLimited as refusal:
+        wait = max(1, math.ceil(refusal.retry_after))
+        raise RateLimited(
+            "Too many searches and questions from this account (each user may start "
+            f"{settings.CORTEX_PAGE_SUBMISSIONS_PER_MINUTE} a minute); retry after {wait} s.",
+            retry_after=refusal.retry_after,
+            details={"limiter": "page-submissions"},
+        ) from refusal
 
 
 def event_emit(*, name: str, payload: dict[str, Any] | None = None) -> Event:

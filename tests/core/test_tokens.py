@@ -52,7 +52,8 @@ def test_authenticate_refuses_revoked_expired_and_unknown_tokens(state: str) -> 
 def test_unknown_and_missing_scopes_are_rejected_with_the_known_list() -> None:
     with pytest.raises(ValidationFailed) as error:
         api_token_create(name="x", scopes=["read", "root"])
-    assert error.value.details == {"unknown": ["root"], "known": ["read", "write", "propose", "admin"]}
+    known = ["read", "upstream", "verify", "write", "propose", "admin"]
+    assert error.value.details == {"unknown": ["root"], "known": known}
     with pytest.raises(ValidationFailed):
         api_token_create(name="x", scopes=[])
     assert ApiToken.objects.count() == 0
@@ -60,7 +61,8 @@ def test_unknown_and_missing_scopes_are_rejected_with_the_known_list() -> None:
 
 def test_admin_scope_implies_every_other_scope() -> None:
     token, _ = api_token_create(name="ops", scopes=["admin"])
-    assert all(token.has_scope(scope) for scope in ("read", "write", "propose", "admin"))
+    scopes = ("read", "upstream", "verify", "write", "propose", "admin")
+    assert all(token.has_scope(scope) for scope in scopes)
     reader, _ = api_token_create(name="reader", scopes=["read"])
     assert reader.has_scope("read") and not reader.has_scope("write")
 
@@ -74,6 +76,14 @@ def test_tokens_create_prints_the_token_alone_on_its_last_line() -> None:
     token = ApiToken.objects.get(name="script")
     assert token.token_hash == hashlib.sha256(last_line.encode()).hexdigest()
     assert token.scopes == ["read", "write"]
+
+
+def test_tokens_create_defaults_to_the_read_scope() -> None:
+    stderr = io.StringIO()
+    call_command("tokens", "create", "--name", "reader", stdout=io.StringIO(), stderr=stderr)
+    token = ApiToken.objects.get(name="reader")
+    assert token.scopes == ["read"]
+    assert stderr.getvalue().startswith(f"Created token {token.pk} 'reader' with scopes read.")
 
 
 def test_tokens_list_and_revoke() -> None:
@@ -130,3 +140,13 @@ def test_admin_creates_a_token_and_shows_it_once(admin_client: Client) -> None:
     )
     assert response.status_code == 200
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+
+
+def test_admin_refuses_a_past_expiry_on_the_field_not_with_a_500(admin_client: Client) -> None:
+    response = admin_client.post(
+        "/admin/core/apitoken/add/",
+        {"name": "expired", "scopes": ["read"], "expires_at_0": "2020-01-01", "expires_at_1": "00:00:00"},
+    )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"expires_at": ["The expiry must be in the future."]}
+    assert not ApiToken.objects.filter(name="expired").exists()
