@@ -38,7 +38,8 @@ run: $(VENV)/.installed-base
 
 # Typed where mistakes cost most (DESIGN §6): services, upstream clients, tasks, the gateway, the limiter.
 TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gateway.py \
-	apps/connectors/mcp_client.py apps/wikidata/action_api.py apps/core/ratelimit.py apps/core/runs.py apps/core/http.py \
+	apps/connectors/mcp_client.py apps/wikidata/action_api.py apps/wikidata/search.py apps/wikidata/labels.py \
+	apps/wikidata/ranking.py apps/wikidata/selectors.py apps/core/ratelimit.py apps/core/runs.py apps/core/http.py \
 	apps/grounding/contradictions.py apps/embeddings/fields.py
 
 test: $(VENV)/.installed-dev

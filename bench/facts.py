@@ -21,7 +21,7 @@ from django.test import override_settings
 import apps.embeddings.services as embedding_services
 from apps.connectors.services import manifest_import, registry_changed
 from apps.core.redis import get_redis
-from apps.wikidata import action_api, clients, services, sparql, vectordb
+from apps.wikidata import action_api, clients, labels, services, sparql, vectordb
 from bench import timed
 from tests.wikidata.conftest import DEFAULT_MANIFEST_PATH
 from tests.wikidata.replay_server import ReplayWikidata, Reply
@@ -48,9 +48,9 @@ def run(report) -> None:
     namespace = uuid.uuid4().hex[:8]
     # The bench's caches live under their own keys: the replay knows few labels, and the product's
     # Redis must not keep "no label" for real properties.
-    original_key, original_label_key = embedding_services._cache_key, services._label_key
+    original_key, original_label_key = embedding_services._cache_key, labels.label_cache_key
     embedding_services._cache_key = lambda model, text: f"bench-{namespace}:" + original_key(model, text)
-    services._label_key = lambda language, entity_id: (
+    labels.label_cache_key = lambda language, entity_id: (
         f"bench-{namespace}:" + original_label_key(language, entity_id)
     )
     overrides = override_settings(
@@ -95,7 +95,7 @@ def run(report) -> None:
     except _Rollback:
         pass
     finally:
-        embedding_services._cache_key, services._label_key = original_key, original_label_key
+        embedding_services._cache_key, labels.label_cache_key = original_key, original_label_key
         keys = list(get_redis().scan_iter(f"bench-{namespace}:*"))
         if keys:
             get_redis().delete(*keys)

@@ -20,6 +20,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from apps.connectors.forms import ManifestApplyForm, ManifestUploadForm, RemoteToolForm, ToolAliasForm
+from apps.connectors.gateway import connector_sync, connector_test_connection
 from apps.connectors.manifest import dumps
 from apps.connectors.models import Connector, DriftState, RemoteTool, ToolAlias, ToolCall
 from apps.connectors.services import (
@@ -159,11 +160,6 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
 
     @admin.action(description="Sync tools from upstream")
     def sync_tools(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
-        try:
-            from apps.connectors.gateway import connector_sync
-        except ImportError:
-            self.message_user(request, "Sync is not available in this build.", level=messages.ERROR)
-            return
         for connector in queryset:
             try:
                 report = connector_sync(slug=connector.slug)
@@ -174,13 +170,6 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
 
     @admin.action(description="Test connection")
     def test_connection(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
-        try:
-            from apps.connectors.gateway import connector_test_connection
-        except ImportError:
-            self.message_user(
-                request, "Connection tests are not available in this build.", level=messages.ERROR
-            )
-            return
         for connector in queryset:
             try:
                 result = connector_test_connection(slug=connector.slug)

@@ -28,7 +28,7 @@ import httpx2
 from django.conf import settings
 
 from apps.core.logging import current_correlation_id
-from apps.core.outbound import GuardedAsyncBackend, GuardedAsyncBackend2, GuardedSyncBackend
+from apps.core.outbound import GuardedAsyncBackend2, GuardedSyncBackend
 
 # httpx's own defaults for a client's pool (httpx.Client without a transport uses the same).
 MAX_CONNECTIONS = 100
@@ -80,14 +80,8 @@ def guarded_transport() -> httpx.HTTPTransport:
     return transport
 
 
-def guarded_async_transport() -> httpx.AsyncHTTPTransport:
-    transport = httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
-    transport._pool = httpcore.AsyncConnectionPool(**_pool_options(), network_backend=GuardedAsyncBackend())
-    return transport
-
-
 def guarded_async_transport2() -> httpx2.AsyncHTTPTransport:
-    """The same for the ``mcp`` SDK's httpx fork."""
+    """The same, async, for the ``mcp`` SDK's httpx fork."""
     transport = httpx2.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
     transport._pool = httpcore2.AsyncConnectionPool(**_pool_options(), network_backend=GuardedAsyncBackend2())
     return transport
@@ -100,19 +94,6 @@ def build_client(
     return httpx.Client(
         base_url=base_url,
         transport=guarded_transport(),
-        timeout=default_timeout(timeout),
-        headers=default_headers(),
-        follow_redirects=follow_redirects,
-    )
-
-
-def build_async_client(
-    *, base_url: str = "", timeout: float | None = None, follow_redirects: bool = False
-) -> httpx.AsyncClient:
-    """An asynchronous client; use it as an async context manager."""
-    return httpx.AsyncClient(
-        base_url=base_url,
-        transport=guarded_async_transport(),
         timeout=default_timeout(timeout),
         headers=default_headers(),
         follow_redirects=follow_redirects,

@@ -244,32 +244,9 @@ async def _permitted_addresses_async(host: str, port: int) -> list[str]:
     return await anyio.to_thread.run_sync(permitted_addresses, host, port)
 
 
-class GuardedAsyncBackend(httpcore.AnyIOBackend):
-    """httpcore's anyio backend (``build_async_client``), connecting only to checked addresses."""
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            addresses = await _permitted_addresses_async(host, port)
-        except OSError as error:
-            raise httpcore.ConnectError(_connect_error(error, host)) from error
-        failure: Exception | None = None
-        for address in addresses:
-            try:
-                return await super().connect_tcp(address, port, timeout, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
-                failure = error
-        raise failure or httpcore.ConnectError(f"{host!r} has no address")
-
-
 class GuardedAsyncBackend2(httpcore2.AnyIOBackend):
-    """The same for httpcore2, the fork under the ``mcp`` SDK's httpx2 (MCP connectors)."""
+    """httpcore2's anyio backend (the fork under the ``mcp`` SDK's httpx2: MCP connectors), connecting
+    only to checked addresses."""
 
     async def connect_tcp(
         self,

@@ -50,7 +50,6 @@ from apps.mcp_server import metrics
 from apps.mcp_server.tools import CORTEX_TOOLS, CORTEX_TOOLS_BY_NAME, CallContext, CortexTool
 from apps.wikidata import provenance
 from apps.wikidata import selectors as wikidata_selectors
-from apps.wikidata import services as wikidata_services
 
 logger = get_logger(__name__)
 
@@ -418,7 +417,7 @@ def mcp_resource_read(*, uri: str, caller: Caller) -> ResourceContent:
             run = wikidata_selectors.fact_run_get(run_id=run_id)
             if run_match["prov"]:
                 return ResourceContent(uri, provenance.fact_run_prov(run=run, fmt="turtle"), "text/turtle")
-            outcome = wikidata_services.fact_run_outcome(run=run, base_url=caller.base_url)
+            outcome = wikidata_selectors.fact_run_outcome(run=run, base_url=caller.base_url)
             return ResourceContent(uri, json.dumps(outcome, ensure_ascii=False), "application/json")
         entry = knowledge_selectors.entry_get(entry_id=entry_match["id"])  # type: ignore[index]
         return ResourceContent(

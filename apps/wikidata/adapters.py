@@ -38,9 +38,10 @@ from apps.connectors.models import RemoteTool
 from apps.core.errors import RateLimited, UpstreamError, ValidationFailed
 from apps.core.logging import get_logger
 from apps.wikidata import action_api, clients, vectordb
-from apps.wikidata import services as fact_services
 from apps.wikidata import sparql as wdqs
 from apps.wikidata.action_api import EntitiesResult
+from apps.wikidata.labels import labels_cached
+from apps.wikidata.search import entities_search
 from apps.wikidata.statements import (
     ITEM_ID_RE,
     PROPERTY_ID_RE,
@@ -204,7 +205,7 @@ def _labels(ids: Iterable[str], *, language: str, deadline: float, what: str) ->
     """Id → label for up to :data:`MAX_LABEL_IDS` ids (shared with the fact workflow's Redis cache);
     best effort: the labels got before a failure."""
     wanted = [i for i in dict.fromkeys(ids) if _ENTITY_RE.match(i)][:MAX_LABEL_IDS]
-    lookup = fact_services.labels_cached(wanted, language=language, deadline=deadline)
+    lookup = labels_cached(wanted, language=language, deadline=deadline)
     if lookup.error is not None:
         logger.warning("wikidata.tool.labels_failed", what=what, error=lookup.error.message)
     return lookup.labels
@@ -232,6 +233,9 @@ def _terms(ids: Sequence[str], *, language: str, deadline: float) -> EntitiesRes
 
 
 def _vector_search(tool: RemoteTool, arguments: dict[str, Any], *, kind: vectordb.Kind) -> dict[str, Any]:
+    """The shared entity search with the tool's options. Keyword search stands in only when the vector
+    database fails, not when it finds nothing: that may be the answer (an ``instanceof`` filter, which
+    keyword search cannot apply, matched nothing)."""
     accepted = ["query", "lang", "K", "instanceof", "rerank"]
     if kind == "property":
         accepted.append("exclude_external_ids")
@@ -245,74 +249,46 @@ def _vector_search(tool: RemoteTool, arguments: dict[str, Any], *, kind: vectord
     args.check()
 
     deadline = _deadline(tool)
-    terms_language = "en" if lang == "all" else lang
-    data: dict[str, Any] = {"query": query, "lang": lang, "kind": kind}
-    try:
-        client = clients.vector_db_client(deadline=deadline)
-        if kind == "property":
-            hits = clients.with_retries(
-                lambda: client.search_properties(
-                    query,
-                    lang=lang,
-                    k=k,
-                    instanceof=instanceof or None,
-                    rerank=rerank,
-                    exclude_external_ids=exclude_external_ids,
-                ),
-                what="vector search (properties)",
-                deadline=deadline,
-            )
-        else:
-            hits = clients.with_retries(
-                lambda: client.search_items(
-                    query, lang=lang, k=k, instanceof=instanceof or None, rerank=rerank
-                ),
-                what="vector search (items)",
-                deadline=deadline,
-            )
-    except (UpstreamError, RateLimited) as error:
-        # The vector database is an experimental service; Wikidata's own keyword search stands in.
-        logger.warning("wikidata.tool.vector_search_failed", tool=tool.name, error=error.message)
-        data["via"] = "keyword"
-        data["fallback"] = {"from": "vector", "reason": error.message}
-        data["results"] = _keyword_search(query, language=terms_language, kind=kind, k=k, deadline=deadline)
+    found = entities_search(
+        query,
+        kind=kind,
+        language=lang,
+        k=k,
+        deadline=deadline,
+        instanceof=instanceof,
+        rerank=rerank,
+        exclude_external_ids=exclude_external_ids,
+        tool=tool.name,
+    )
+    if found.error is not None:
+        raise found.error
+    data: dict[str, Any] = {"query": query, "lang": lang, "kind": kind, "via": found.via}
+    if found.via == "keyword":
+        # The vector database is an experimental service; Wikidata's own keyword search stood in.
+        assert found.vector_error is not None  # the only fallback this tool asks for
+        data["fallback"] = {"from": "vector", "reason": found.vector_error.message}
+        data["results"] = [
+            {
+                "id": hit["id"],
+                "kind": kind,
+                "rank": rank,
+                "source": "keyword",
+                **{key: hit[key] for key in ("label", "description", "match", "aliases") if hit.get(key)},
+            }
+            for rank, hit in enumerate(found.keyword_hits, start=1)
+        ]
         return tool_result(data)
-    results = [hit.as_dict() for hit in hits]
-    found = _terms([hit.id for hit in hits], language=terms_language, deadline=deadline)
-    if found is not None:
+    terms_language = "en" if lang == "all" else lang
+    results = [hit.as_dict() for hit in found.vector_hits]
+    terms = _terms([hit.id for hit in found.vector_hits], language=terms_language, deadline=deadline)
+    if terms is not None:
         for result in results:
-            entity = found.get(result["id"])
+            entity = terms.get(result["id"])
             if entity is not None:
                 result.setdefault("label", entity.label(terms_language))
                 result.setdefault("description", entity.description(terms_language))
-    data["via"] = "vector"
     data["results"] = results
     return tool_result(data)
-
-
-def _keyword_search(
-    query: str, *, language: str, kind: vectordb.Kind, k: int, deadline: float
-) -> list[dict[str, Any]]:
-    """``wbsearchentities`` (a label/alias prefix search) in the vector hits' shape; its errors propagate."""
-    text = " ".join(query.split())[: action_api.MAX_SEARCH_LENGTH]
-    client = clients.action_api_client(deadline=deadline)
-    found = clients.with_retries(
-        lambda: client.search_entities(
-            text, language=language, type=kind, limit=min(k, action_api.MAX_SEARCH_LIMIT)
-        ),
-        what="keyword search",
-        deadline=deadline,
-    )
-    return [
-        {
-            "id": hit["id"],
-            "kind": kind,
-            "rank": rank,
-            "source": "keyword",
-            **{key: hit[key] for key in ("label", "description", "match", "aliases") if hit.get(key)},
-        }
-        for rank, hit in enumerate(found, start=1)
-    ]
 
 
 @register_adapter("wikidata.vector_search_items")

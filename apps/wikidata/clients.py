@@ -8,8 +8,9 @@ past the caller's deadline.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from django.conf import settings
@@ -20,7 +21,7 @@ from apps.core.ratelimit import ConnectionLock, RateLimiter
 from apps.core.retries import RetryPolicy, call_with_retries
 from apps.wikidata import action_api, sparql, vectordb
 from apps.wikidata import metrics as wikidata_metrics
-from apps.wikidata.action_api import ActionApiClient
+from apps.wikidata.action_api import MAX_IDS_PER_REQUEST, ActionApiClient, EntitiesResult
 from apps.wikidata.sparql import SparqlClient
 from apps.wikidata.vectordb import VectorDbClient
 
@@ -94,3 +95,26 @@ def with_retries(call: Callable[[], T], *, what: str, deadline: float | None = N
         max_wait=settings.WIKIDATA_MAX_RETRY_WAIT_SECONDS,
     )
     return call_with_retries(call, policy=policy, what=f"wikidata {what}", deadline=deadline)
+
+
+def entities_fetch(
+    ids: Sequence[str], *, props: Sequence[str], language: str, deadline: float
+) -> EntitiesResult:
+    """``wbgetentities`` in batches of ≤ 50, each retried on its own; raises with ``partial`` kept."""
+    client = action_api_client(deadline=deadline)
+    result = EntitiesResult()
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), MAX_IDS_PER_REQUEST):
+        batch = unique[start : start + MAX_IDS_PER_REQUEST]
+        try:
+            result.merge(
+                with_retries(
+                    functools.partial(client.fetch_entities_batch, batch, props=props, languages=[language]),
+                    what="wbgetentities",
+                    deadline=deadline,
+                )
+            )
+        except (UpstreamError, RateLimited) as error:
+            error.partial = result  # type: ignore[union-attr]
+            raise
+    return result

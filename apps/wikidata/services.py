@@ -24,57 +24,49 @@ terminal error such as malformed JSON), the run is answered from local data inst
 stored facts ranked by pgvector similarity, marked ``degraded`` with the reason, logged
 with the correlation id and announced by the ``facts.run.degraded`` event. A step that
 fails later (labels, details, SPARQL) keeps what the run already has and is recorded.
+
+This module is the workflow (submit, execute, finish, persist); it calls ``search`` (the
+entity search the native tools share), ``labels`` (the Redis label cache), ``ranking``
+(candidates, their texts and scores) and ``selectors`` (the API's answer for a run, and the
+local data a degraded run answers from).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.utils import timezone
-from pgvector.django import CosineDistance
-from redis.exceptions import RedisError
 
 from apps.connectors.planner import plan_create
 from apps.core.errors import ApplicationError, RateLimited, UpstreamError, error_type
 from apps.core.logging import current_correlation_id, get_logger
-from apps.core.redis import get_redis
 from apps.core.runs import (
     RunSuperseded,
     run_claim,
     run_deadline_start,
     run_enqueue,
-    run_failure,
     run_fence,
     run_finish,
     run_heartbeat,
 )
 from apps.core.services import event_emit, row_wait
 from apps.core.tracing import get_tracer
-from apps.embeddings.fields import hnsw_filtered_scan
-from apps.embeddings.services import embed_text, embed_texts_cached
-from apps.wikidata import clients
+from apps.wikidata import clients, selectors
 from apps.wikidata import metrics as wikidata_metrics
-from apps.wikidata.action_api import MAX_IDS_PER_REQUEST, EntitiesResult
+from apps.wikidata.labels import labels_cached
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
+from apps.wikidata.ranking import Candidate, candidate_label_ids, candidates_rank, snak_text
+from apps.wikidata.search import entities_search, keyword_phrases
+
+# Re-exported for apps/wikidata/api.py and apps/mcp_server/tools.py, which other changes are editing
+# now; they import it from ``selectors`` once those land, and this import goes.
+from apps.wikidata.selectors import fact_run_outcome  # noqa: F401
 from apps.wikidata.sparql import SparqlResult, statement_uri, statements_provenance_query
-from apps.wikidata.statements import (
-    RANKS,
-    EntityIdValue,
-    QuantityValue,
-    Snak,
-    Statement,
-    TimeValue,
-    snak_ids,
-    usable_statements,
-)
+from apps.wikidata.statements import Snak, Statement, snak_ids, usable_statements
 
 logger = get_logger(__name__)
 tracer = get_tracer(__name__)
@@ -86,13 +78,6 @@ SEARCH_K = 10
 # Rows the provenance query may return per statement (its references × their snaks).
 SPARQL_ROWS_PER_FACT = 200
 KEYWORD_SEARCH_ATTEMPTS = 3
-_STOPWORDS = frozenset(
-    {
-        "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
-        "has", "have", "how", "in", "is", "it", "its", "of", "on", "or", "the", "to", "was", "were",
-        "what", "when", "where", "which", "who", "whom", "whose", "why", "with",
-    }
-)  # fmt: skip
 
 
 # --- Submitting --------------------------------------------------------------------------
@@ -147,85 +132,7 @@ def fact_run_wait(*, run: FactRun, timeout: float) -> FactRun:
     return row_wait(row=run, pending=lambda row: row.pending, timeout=timeout)
 
 
-def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
-    """The API's answer for a run: its facts, best first, once finished; only its state while pending.
-
-    ``base_url`` (scheme and host) makes ``provenanceUrl`` absolute.
-    """
-    out: dict[str, Any] = {
-        "runId": str(run.pk),
-        "status": run.status,
-        "query": run.question,
-        "plan": run.plan,
-        "degraded": run.degraded,
-    }
-    if run.degraded:
-        out["degradedReason"] = run.degraded_reason
-    if run.pending:
-        out["poll"] = f"/v1/facts/runs/{run.pk}"
-        return out
-    failure = run_failure(run=run)
-    if failure is not None:
-        out["error"] = failure
-    out["results"] = [fact_result(fact=fact, base_url=base_url) for fact in run.facts.order_by("position")]
-    out["results"] += [
-        {
-            "text": item["content"],
-            "score": item["similarity"],
-            "metadata": {"knowledge": {k: item[k] for k in ("entryId", "domain", "topic", "source", "url")}},
-            "provenanceUrl": item["url"],
-        }
-        for item in run.knowledge
-    ]
-    out["steps"] = run.steps
-    out["durationMs"] = run.duration_ms
-    return out
-
-
-def fact_result(*, fact: Fact, base_url: str = "") -> dict[str, Any]:
-    wikidata: dict[str, Any] = {
-        "qid": fact.qid,
-        "label": fact.qid_label,
-        "claimGuid": fact.claim_guid,
-        "propertyId": fact.pid,
-        "propertyLabel": fact.pid_label,
-        "value": fact.value,
-        "valueText": fact.value_text,
-        "rank": fact.rank,
-        "statementUri": statement_uri(fact.claim_guid),
-        "endpoint": fact.endpoint,
-        "retrievedAt": fact.retrieved_at.isoformat(),
-    }
-    if fact.sparql:
-        wikidata["sparql"] = fact.sparql
-        wikidata["sparqlEndpoint"] = fact.sparql_endpoint
-    if fact.derived_from_id is not None:
-        wikidata["storedFactId"] = fact.derived_from_id
-    return {
-        "text": fact.text,
-        "score": round(fact.score, 4),
-        "metadata": {"wikidata": wikidata},
-        "provenanceUrl": f"{base_url}/facts/{fact.pk}",
-    }
-
-
 # --- Executing (Celery worker) -------------------------------------------------------------
-
-
-@dataclass
-class Candidate:
-    """A statement as a possible answer, with the text it is ranked by."""
-
-    statement: Statement
-    subject_label: str
-    property_label: str
-    value_text: str
-    value_label: str
-    text: str
-    score: float = 0.0
-    vector: np.ndarray | None = None
-    sparql: SparqlResult | None = None
-    details: dict[str, str] = field(default_factory=dict)
 
 
 class _StepFailed(Exception):
@@ -353,7 +260,7 @@ def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candi
     top_ids = [hit["id"] for hit in hits[: settings.FACTS_TOP_ENTITIES]]
     with steps.step("statements") as entry:
         try:
-            entities = _fetch_entities(
+            entities = clients.entities_fetch(
                 top_ids,
                 props=("labels", "descriptions", "aliases", "claims"),
                 language=language,
@@ -380,168 +287,55 @@ def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candi
     statements = statements[:MAX_CANDIDATES]
     labels = entities.labels(language)
     with steps.step("labels") as entry:
-        wanted = _main_ids(statements) - set(labels)
+        wanted = candidate_label_ids(statements) - set(labels)
         labels.update(_labels_best_effort(wanted, language, deadline, entry))
     with steps.step("rank") as entry:
-        candidates = _rank(run, statements, labels)
+        candidates = candidates_rank(
+            question=run.question, statements=statements, labels=labels, top_k=run.top_k
+        )
         entry["detail"] = {"candidates": len(statements), "kept": len(candidates)}
     return candidates
 
 
 def _search(run: FactRun, deadline: float, entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """Vector search, and keyword search when that fails or finds nothing. ``[{id, score, source}]``."""
-    kind = "property" if run.scope == "properties" else "item"
-    try:
-        client = clients.vector_db_client(deadline=deadline)
-        search = client.search_properties if kind == "property" else client.search_items
-        vector_hits = clients.with_retries(
-            lambda: search(run.question, lang=run.language, k=SEARCH_K),
-            what="vector search",
-            deadline=deadline,
-        )
-        if vector_hits:
-            entry["detail"] = {"via": "vector", "hits": len(vector_hits)}
-            return [
-                {
-                    "id": hit.id,
-                    "score": hit.similarity_score,
-                    "source": "vector",
-                    **({"label": hit.label} if hit.label else {}),
-                }
-                for hit in vector_hits
-            ]
-        fallback_reason = "the vector database found nothing"
-    except (UpstreamError, RateLimited) as error:
-        fallback_reason = f"the vector database failed: {error.message}"
-        logger.warning("facts.vector_search_failed", run_id=str(run.pk), error=error.message)
-    entry["fallback"] = fallback_reason
-    api = clients.action_api_client(deadline=deadline)
-    last_error: UpstreamError | RateLimited | None = None
-    for phrase in keyword_phrases(run.question)[:KEYWORD_SEARCH_ATTEMPTS]:
-        try:
-            found = clients.with_retries(
-                functools.partial(
-                    api.search_entities, phrase, language=run.language, type=kind, limit=SEARCH_K
-                ),
-                what="keyword search",
-                deadline=deadline,
-            )
-        except (UpstreamError, RateLimited) as error:
-            last_error = error
-            continue
-        if found:
-            entry["detail"] = {"via": "keyword", "phrase": phrase, "hits": len(found)}
-            count = len(found)
-            return [
-                {
-                    "id": hit["id"],
-                    "score": round(1 - index / count, 4),
-                    "source": "keyword",
-                    "label": hit.get("label") or "",
-                }
-                for index, hit in enumerate(found)
-            ]
-    if last_error is not None:
-        raise last_error
-    entry["detail"] = {"via": "keyword", "hits": 0}
-    return []
-
-
-def keyword_phrases(question: str) -> list[str]:
-    """What to give ``wbsearchentities`` (a label/alias prefix search, not a question answerer):
-    runs of capitalised words first ("Douglas Adams"), then the words that are not stopwords,
-    then the question itself, without duplicates."""
-    words = re.findall(r"[\w'’-]+", question)
-    phrases: list[str] = []
-    run_words: list[str] = []
-    for index, word in enumerate([*words, ""]):
-        capitalised = bool(word) and word[0].isupper() and (index > 0 or word.lower() not in _STOPWORDS)
-        if capitalised:
-            run_words.append(word)
-        elif run_words:
-            phrases.append(" ".join(run_words))
-            run_words = []
-    content = [w for w in words if w.lower() not in _STOPWORDS and len(w) > 2]
-    if content:
-        phrases.append(" ".join(content))
-    phrases.append(" ".join(words) or question)
-    return [p for p in dict.fromkeys(p.strip() for p in phrases) if p]
-
-
-def _fetch_entities(
-    ids: Sequence[str], *, props: Sequence[str], language: str, deadline: float
-) -> EntitiesResult:
-    """``wbgetentities`` in batches of ≤ 50, each retried on its own; raises with ``partial`` kept."""
-    client = clients.action_api_client(deadline=deadline)
-    result = EntitiesResult()
-    unique = list(dict.fromkeys(ids))
-    for start in range(0, len(unique), MAX_IDS_PER_REQUEST):
-        batch = unique[start : start + MAX_IDS_PER_REQUEST]
-        try:
-            result.merge(
-                clients.with_retries(
-                    functools.partial(client.fetch_entities_batch, batch, props=props, languages=[language]),
-                    what="wbgetentities",
-                    deadline=deadline,
-                )
-            )
-        except (UpstreamError, RateLimited) as error:
-            error.partial = result  # type: ignore[union-attr]
-            raise
-    return result
-
-
-# Labels change rarely and the same properties recur in every question: one day in Redis, shared.
-LABEL_CACHE_SECONDS = 24 * 3600
-
-
-def _label_key(language: str, entity_id: str) -> str:
-    return f"cortex:wikidata:label:{language}:{entity_id}"
-
-
-def _text(raw: bytes | str) -> str:
-    return raw.decode() if isinstance(raw, bytes) else raw
-
-
-@dataclass
-class LabelLookup:
-    labels: dict[str, str]  # id → label, for the ids that have one
-    requested: int
-    cached: int  # of those, how many the cache answered
-    error: UpstreamError | RateLimited | None = None  # what stopped the fetch of the rest, if anything
-
-
-def labels_cached(ids: Iterable[str], *, language: str, deadline: float) -> LabelLookup:
-    """Labels for ``ids``: from the Redis cache, the rest fetched in batches and cached for every
-    process. An entity without a label in the language chain is cached as "" so it is not asked for
-    again. On an upstream failure: the labels got so far, and the error."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return LabelLookup({}, 0, 0)
-    redis = get_redis()
-    try:
-        cached = redis.mget([_label_key(language, i) for i in wanted])
-    except RedisError:
-        cached = [None] * len(wanted)
-    labels = {i: _text(raw) for i, raw in zip(wanted, cached, strict=True) if raw is not None}
-    lookup = LabelLookup({}, len(wanted), len(labels))
-    missing = [i for i in wanted if i not in labels]
-    if missing:
-        try:
-            found = _fetch_entities(missing, props=("labels",), language=language, deadline=deadline)
-        except (UpstreamError, RateLimited) as error:
-            lookup.error = error
-            found = getattr(error, "partial", EntitiesResult())
-            missing = [i for i in missing if found.get(i) is not None]  # cache only what was answered
-        fetched = found.labels(language)
-        with contextlib.suppress(RedisError):
-            pipe = redis.pipeline(transaction=False)
-            for entity_id in missing:
-                pipe.set(_label_key(language, entity_id), fetched.get(entity_id, ""), ex=LABEL_CACHE_SECONDS)
-            pipe.execute()
-        labels.update(fetched)
-    lookup.labels = {i: label for i, label in labels.items() if label}
-    return lookup
+    """The shared entity search (vector database, keyword search over up to three phrases of the
+    question when it fails or finds nothing), recorded on the step. ``[{id, score, source, label?}]``."""
+    found = entities_search(
+        run.question,
+        kind="property" if run.scope == "properties" else "item",
+        language=run.language,
+        k=SEARCH_K,
+        deadline=deadline,
+        phrases=keyword_phrases(run.question)[:KEYWORD_SEARCH_ATTEMPTS],
+        fallback_when_empty=True,
+        run_id=str(run.pk),
+    )
+    if found.fallback_reason is not None:
+        entry["fallback"] = found.fallback_reason
+    if found.error is not None:
+        raise found.error
+    if found.via == "vector":
+        entry["detail"] = {"via": "vector", "hits": len(found.vector_hits)}
+        return [
+            {
+                "id": hit.id,
+                "score": hit.similarity_score,
+                "source": "vector",
+                **({"label": hit.label} if hit.label else {}),
+            }
+            for hit in found.vector_hits
+        ]
+    count = len(found.keyword_hits)
+    entry["detail"] = {"via": "keyword", **({"phrase": found.phrase} if count else {}), "hits": count}
+    return [
+        {
+            "id": hit["id"],
+            "score": round(1 - index / count, 4),
+            "source": "keyword",
+            "label": hit.get("label") or "",
+        }
+        for index, hit in enumerate(found.keyword_hits)
+    ]
 
 
 def _labels_best_effort(
@@ -556,99 +350,6 @@ def _labels_best_effort(
     if lookup.error is not None:
         entry.update(status="partial", **_error_fields(lookup.error))
     return lookup.labels
-
-
-def _main_ids(statements: Sequence[Statement]) -> set[str]:
-    ids: set[str] = set()
-    for statement in statements:
-        ids.add(statement.entity_id)
-        ids.update(snak_ids(statement.mainsnak))
-    return ids
-
-
-def _time_text(value: TimeValue) -> str:
-    """``+1952-03-11T00:00:00Z`` at day precision → ``1952-03-11``; month → ``1952-03``; year → ``1952``;
-    coarser (decade, century …) → the year as given."""
-    match = re.match(r"^([+-])(\d+)-(\d\d)-(\d\d)", value.time)
-    if not match:
-        return value.time
-    sign, year, month, day = match.groups()
-    year_text = ("-" if sign == "-" else "") + year.lstrip("0").rjust(1, "0")
-    if value.precision >= 11:
-        return f"{year_text}-{month}-{day}"
-    if value.precision == 10:
-        return f"{year_text}-{month}"
-    return year_text
-
-
-def snak_text(snak: Snak, labels: dict[str, str]) -> str:
-    """A snak's value as a reader wants it: entity labels instead of ids, dates at their precision,
-    quantities with their unit's label."""
-    value = snak.value
-    if snak.snaktype != "value" or value is None:
-        return snak.as_text()
-    if isinstance(value, EntityIdValue):
-        return labels.get(value.id, value.id)
-    if isinstance(value, TimeValue):
-        return _time_text(value)
-    if isinstance(value, QuantityValue):
-        unit = value.unit_id
-        return (
-            value.amount
-            if unit is None and value.unit == "1"
-            else f"{value.amount} {labels.get(unit or '', value.unit)}"
-        )
-    return value.as_text()
-
-
-def _rank(run: FactRun, statements: Sequence[Statement], labels: dict[str, str]) -> list[Candidate]:
-    """The ``top_k`` best statements for the question, best first."""
-    if not statements:
-        return []
-    candidates = []
-    for statement in statements:
-        subject = labels.get(statement.entity_id, statement.entity_id)
-        prop = labels.get(statement.property_id, statement.property_id)
-        value_text = snak_text(statement.mainsnak, labels)
-        value = statement.value
-        value_label = labels.get(value.id, "") if isinstance(value, EntityIdValue) else ""
-        candidates.append(
-            Candidate(
-                statement=statement,
-                subject_label=subject,
-                property_label=prop,
-                value_text=value_text,
-                value_label=value_label,
-                text=f"{subject} — {prop} — {value_text}",
-            )
-        )
-    question = embed_text(text=run.question)
-    vectors = embed_texts_cached(texts=[c.text for c in candidates])
-    scores = vectors @ question
-    for candidate, vector, score in zip(candidates, vectors, scores, strict=True):
-        candidate.vector, candidate.score = vector, float(score)
-    _prefer_preferred(candidates)
-    candidates.sort(key=lambda c: (-c.score, RANKS.index(c.statement.rank), c.statement.guid))
-    return candidates[: run.top_k]
-
-
-def _prefer_preferred(candidates: list[Candidate]) -> None:
-    """Within one subject and property, a normal statement never outranks a preferred one (Wikibase's
-    "best rank"), and a deprecated one (only present when asked for) never outranks either."""
-    best: dict[tuple[str, str, str], float] = {}
-    for candidate in candidates:
-        key = (candidate.statement.entity_id, candidate.statement.property_id, candidate.statement.rank)
-        best[key] = max(best.get(key, -2.0), candidate.score)
-    for candidate in candidates:
-        statement = candidate.statement
-        better_ranks = RANKS[: RANKS.index(statement.rank)]
-        ceilings = [
-            best[(statement.entity_id, statement.property_id, r)]
-            for r in better_ranks
-            if (statement.entity_id, statement.property_id, r) in best
-        ]
-        if ceilings:
-            candidate.score = min(candidate.score, min(ceilings) - 1e-4)
 
 
 def _enrich(run: FactRun, steps: _Steps, candidates: list[Candidate], deadline: float) -> None:
@@ -789,8 +490,10 @@ def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started:
         correlation_id=run.correlation_id,
     )
     with steps.step("local") as entry:
-        run.knowledge = local_knowledge(question=run.question, top_k=run.top_k)
-        entry["detail"] = {"facts": local_facts_copy(run=run), "knowledge": len(run.knowledge)}
+        run.knowledge = selectors.local_knowledge(question=run.question, top_k=run.top_k)
+        copies = selectors.local_facts(run=run)
+        _facts_replace(run, copies)
+        entry["detail"] = {"facts": len(copies), "knowledge": len(run.knowledge)}
     fields = _error_fields(failure.error)
     return _finish(
         run,
@@ -801,55 +504,3 @@ def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started:
         error=failure.error.message,
         error_type=fields["errorType"],
     )
-
-
-# Below this cosine similarity a knowledge entry is not an answer to the question.
-KNOWLEDGE_MIN_SIMILARITY = 0.45
-
-
-def local_knowledge(*, question: str, top_k: int) -> list[dict[str, Any]]:
-    """Curated knowledge entries close to the question (the other local data a degraded run has)."""
-    from apps.knowledge.selectors import knowledge_search
-
-    hits = knowledge_search(query=question, limit=top_k)
-    return [
-        {
-            "entryId": hit.entry.entry_id,
-            "domain": hit.entry.domain.name,
-            "topic": hit.entry.topic,
-            "content": hit.entry.content,
-            "source": hit.entry.source,
-            "url": hit.entry.url,
-            "similarity": round(hit.similarity, 4),
-        }
-        for hit in hits
-        if hit.similarity >= KNOWLEDGE_MIN_SIMILARITY
-    ]
-
-
-def local_facts_copy(*, run: FactRun) -> int:
-    """Answer ``run`` from stored Wikidata facts (of other runs) most similar to its question:
-    copies them into the run, pointing at the originals. Returns how many."""
-    question = embed_text(text=run.question)
-    with hnsw_filtered_scan():
-        nearest = list(
-            Fact.objects.from_wikidata()
-            .filter(embedding__isnull=False, derived_from__isnull=True)
-            .exclude(run=run)
-            .annotate(distance=CosineDistance("embedding", question))
-            .order_by("distance")[: run.top_k * 4]
-        )
-    chosen: dict[str, Fact] = {}
-    for fact in nearest:
-        chosen.setdefault(fact.claim_guid, fact)
-        if len(chosen) == run.top_k:
-            break
-    facts = []
-    for position, original in enumerate(chosen.values(), start=1):
-        copy = Fact(**{f.attname: getattr(original, f.attname) for f in Fact._meta.concrete_fields})
-        copy.pk, copy.run, copy.derived_from = None, run, original
-        copy.position = position
-        copy.score = 1 - float(original.distance)  # type: ignore[attr-defined]  # annotated above
-        facts.append(copy)
-    _facts_replace(run, facts)
-    return len(chosen)

@@ -16,7 +16,7 @@ from apps.core.models import Event
 from apps.core.runs import run_claim, run_finish, run_heartbeat, runs_sweep
 from apps.wikidata import tasks as wikidata_tasks
 from apps.wikidata.models import FactRun, FactRunStatus
-from apps.wikidata.services import fact_run_outcome
+from apps.wikidata.selectors import fact_run_outcome
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from apps.connectors.services import manifest_import
 from apps.core.redis import get_redis
-from apps.wikidata import action_api, clients, services, sparql, vectordb
+from apps.wikidata import action_api, clients, labels, sparql, vectordb
 from tests.wikidata.replay_server import ReplayWikidata
 
 DEFAULT_MANIFEST_PATH = Path(settings.BASE_DIR) / "config" / "connectors.manifest.json"
@@ -25,7 +25,7 @@ def wikidata_registry(db: None) -> None:
 
 def label_cache_reset() -> None:
     redis = get_redis()
-    keys = list(redis.scan_iter(services._label_key("*", "*")))
+    keys = list(redis.scan_iter(labels.label_cache_key("*", "*")))
     if keys:
         redis.delete(*keys)
 

@@ -387,6 +387,21 @@ def test_vector_search_items_with_labels(mock) -> None:
     ]
 
 
+def test_nothing_found_by_the_vector_database_is_the_answer_not_a_fallback(mock) -> None:
+    # Unlike the fact workflow's search: an instanceof filter keyword search cannot apply matched nothing.
+    mock.get(f"{VECTOR_URL}/item/query/").mock(return_value=constructed([]))  # constructed
+    keyword = mock.get(API_URL, params={"action": "wbsearchentities"})
+
+    data = structured(
+        adapters.vector_search_items(
+            tool("wikidata.vector_search_items"), {"query": "abc", "instanceof": "Q5"}
+        )
+    )
+
+    assert (data["via"], data["results"]) == ("vector", [])
+    assert "fallback" not in data and keyword.call_count == 0
+
+
 def test_vector_database_failure_falls_back_to_keyword_search(mock) -> None:
     vector = mock.get(f"{VECTOR_URL}/item/query/").mock(
         return_value=constructed({"detail": "Internal Server Error"}, status=503)  # constructed

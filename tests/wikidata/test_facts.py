@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from apps.core.models import Event
 from apps.core.tracing import span_processor_add
-from apps.wikidata import services
+from apps.wikidata import ranking, search, selectors, services
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
 from apps.wikidata.statements import EntityIdValue, Snak, Statement
 from tests.wikidata.replay_server import ReplayWikidata, Reply
@@ -132,7 +132,7 @@ def test_the_recorded_statement_is_the_best_answer_with_its_provenance(q42: Repl
     # every returned fact carries the SPARQL provenance (includeSparql), not only the best few
     assert [bool(fact.sparql) for fact in facts] == [True] * 5
     assert all(fact.sparql_endpoint == q42.sparql_url for fact in facts)
-    outcome = services.fact_run_outcome(run=run, base_url="http://testserver")
+    outcome = selectors.fact_run_outcome(run=run, base_url="http://testserver")
     first = outcome["results"][0]
     assert first["metadata"]["wikidata"]["claimGuid"] == P31_GUID
     assert first["metadata"]["wikidata"]["qid"] == "Q42"
@@ -168,13 +168,13 @@ def test_deprecated_statements_are_left_out_unless_asked_for(q42: ReplayWikidata
 
 
 def test_a_preferred_statement_is_never_outranked_by_a_normal_one_of_its_property() -> None:
-    def candidate(guid: str, rank: str, score: float) -> services.Candidate:
+    def candidate(guid: str, rank: str, score: float) -> ranking.Candidate:
         snak = Snak(property_id="P998", snaktype="value", datatype="url")
         statement = Statement(entity_id="Q42", property_id="P998", guid=guid, rank=rank, mainsnak=snak)
-        return services.Candidate(statement, "Douglas Adams", "DMOZ ID", "x", "", "t", score=score)
+        return ranking.Candidate(statement, "Douglas Adams", "DMOZ ID", "x", "", "t", score=score)
 
     preferred, normal, other = candidate("Q42$1", "preferred", 0.5), candidate("Q42$2", "normal", 0.9), None
-    other = services.Candidate(
+    other = ranking.Candidate(
         Statement(
             entity_id="Q42",
             property_id="P31",
@@ -187,7 +187,7 @@ def test_a_preferred_statement_is_never_outranked_by_a_normal_one_of_its_propert
         "Douglas Adams", "instance of", "human", "human", "t", score=0.7,
     )  # fmt: skip
     candidates = [preferred, normal, other]
-    services._prefer_preferred(candidates)
+    ranking.prefer_preferred(candidates)
     assert normal.score < preferred.score == 0.5
     assert other.score == 0.7  # another property is not affected
 
@@ -202,6 +202,23 @@ def test_vector_database_failure_falls_back_to_keyword_search(q42: ReplayWikidat
     assert len(q42.made("/item/query/")) == 3  # first try and WIKIDATA_MAX_RETRIES retries
     assert q42.made("/w/api.php", action="wbsearchentities", search="Douglas Adams")
     assert not run.degraded and run.facts.filter(claim_guid=P31_GUID).exists()
+
+
+def test_keyword_search_phrases_longer_than_wbsearchentities_takes_are_cut_not_fatal(
+    q42: ReplayWikidata,
+) -> None:
+    # Content words past wbsearchentities' 250 characters used to fail the run as an internal error.
+    q42.default_vector = Reply(body=[])
+    question = "what connects " + " ".join(f"topic{n:03d}" for n in range(40)) + "?"
+    run = _ask(question)
+    assert run.status == FactRunStatus.SUCCEEDED and not run.degraded
+    search = _step(run, "search")
+    assert search["fallback"] == "the vector database found nothing"
+    assert search["detail"] == {"via": "keyword", "hits": 0}
+    sent = [r.params["search"] for r in q42.made("/w/api.php", action="wbsearchentities")]
+    assert len(sent) == 2 and all(len(text) == 250 for text in sent)
+    assert sent[0].startswith("connects topic000 topic001")
+    assert sent[1].startswith("what connects topic000")
 
 
 def test_vector_database_429_is_retried_after_retry_after(q42: ReplayWikidata) -> None:
@@ -268,7 +285,7 @@ def test_everything_down_answers_from_stored_facts_as_degraded(q42: ReplayWikida
     assert all(0 < fact.score <= 1 for fact in copies)
     event = Event.objects.get(name="facts.run.degraded", payload__runId=str(run.pk))
     assert event.payload["degraded"] is True and "search failed" in event.payload["reason"]
-    outcome = services.fact_run_outcome(run=run)
+    outcome = selectors.fact_run_outcome(run=run)
     assert outcome["degraded"] is True and outcome["degradedReason"] == run.degraded_reason
     assert outcome["results"][0]["metadata"]["wikidata"]["storedFactId"] is not None
 
@@ -321,7 +338,7 @@ def test_a_run_and_each_step_are_traced(q42: ReplayWikidata) -> None:
     ],
 )
 def test_keyword_phrases_start_with_names(question: str, first: str) -> None:
-    phrases = services.keyword_phrases(question)
+    phrases = search.keyword_phrases(question)
     assert phrases[0] == first
     assert phrases[-1] == " ".join(question.rstrip("?").split())
 
@@ -344,6 +361,6 @@ def test_a_degraded_run_also_answers_from_curated_knowledge(q42: ReplayWikidata,
     run = _ask("How soon must a personal data breach be notified under the GDPR?")
     assert run.degraded and run.knowledge[0]["entryId"] == "COMP-001"
     assert _step(run, "local")["detail"] == {"facts": 0, "knowledge": 1}
-    result = services.fact_run_outcome(run=run)["results"][0]
+    result = selectors.fact_run_outcome(run=run)["results"][0]
     assert result["metadata"]["knowledge"]["entryId"] == "COMP-001"
     assert result["provenanceUrl"] == "https://gdpr-info.eu/art-33-gdpr/" and result["score"] >= 0.45
