@@ -5,28 +5,52 @@ OpenAPI at ``/v1/openapi.json``, interactive docs at ``/v1/docs``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
 from apps.core.errors import (
+    OUTAGE_DEPENDENCIES,
     ApplicationError,
     AuthenticationRequired,
     BadRequest,
     NotFound,
     PayloadTooLarge,
+    UnsupportedMediaType,
     ValidationFailed,
+    dependency_outage,
     error_response,
+    log_dependency_outage,
     pydantic_errors_to_details,
     sees_upstream_locations,
 )
+from apps.core.middleware import is_json_media_type
+
+
+class JsonBodyParser(Parser):
+    """Every /v1/ body is JSON: another declared content type is a 415, not a guess at its parsing."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        content_type = request.content_type or ""
+        if not is_json_media_type(content_type):
+            raise UnsupportedMediaType(
+                "Send the body as JSON with 'Content-Type: application/json', "
+                f"not {content_type or 'none'!r}.",
+                details={"contentType": content_type, "accepted": ["application/json"]},
+            )
+        return super().parse_body(request)
+
 
 api = NinjaAPI(
     title="CortexWeb agent API",
     version="1",
     urls_namespace="v1",
     description="Grounds AI agents in knowledge they can verify. Errors: {error: {code, message, details}}.",
+    parser=JsonBodyParser(),
 )
 
 
@@ -52,6 +76,8 @@ def _authentication_error(request: HttpRequest, exc: AuthenticationError) -> Htt
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ApplicationError):  # ninja wraps what the body parser raised
+        return error_response(exc.__cause__)
     if exc.status_code == 400:
         return error_response(BadRequest("The request body is not valid JSON."))
     error = ApplicationError(str(exc.message))
@@ -70,6 +96,19 @@ def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(PayloadTooLarge("The request body is larger than the server accepts."))
+
+
+def _dependency_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    outage = dependency_outage(exc)
+    if outage is None:  # cannot happen: registered for exactly the exceptions it knows
+        raise exc
+    log_dependency_outage(exc, outage)
+    return error_response(outage)
+
+
+# A database, Redis or broker outage (or a stall past its timeout) is a 503 with Retry-After, never a 500.
+for _outage in OUTAGE_DEPENDENCIES:
+    api.add_exception_handler(_outage, _dependency_unavailable)
 
 
 api.add_router("/embeddings", "apps.embeddings.api.router")

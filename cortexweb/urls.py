@@ -21,5 +21,6 @@ urlpatterns = [
     path("", include("apps.core.urls_pages")),
 ]
 
+handler400 = "apps.core.views.bad_request"
 handler404 = "apps.core.views.not_found"
 handler500 = "apps.core.views.server_error"

@@ -9,23 +9,12 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from rest_framework import viewsets
 
-from apps.connectors.models import Connector, RemoteTool
+from apps.connectors.models import Connector, DriftState, RemoteTool, Transport
 from apps.connectors.serializers import ConnectorSerializer, RemoteToolSerializer
 from apps.connectors.services import connector_delete, connector_save, tool_delete, tool_save
-from apps.core.errors import ValidationFailed
+from apps.core.filters import filter_boolean, filter_choice
 from apps.core.models import TokenScope
 from apps.core.schemas import comma_separated
-
-BOOLEAN_VALUES = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def _boolean(name: str, value: str) -> bool:
-    try:
-        return BOOLEAN_VALUES[value.lower()]
-    except KeyError:
-        raise ValidationFailed(
-            f"?{name}= takes true or false, not {value!r}.", details={"parameter": name}
-        ) from None
 
 
 class ConnectorViewSet(viewsets.ModelViewSet):
@@ -40,10 +29,10 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     def get_queryset(self) -> QuerySet[Connector]:
         queryset = Connector.objects.prefetch_related("tools").order_by("position", "slug")
         params = self.request.query_params
-        if params.get("transport"):
-            queryset = queryset.filter(transport=params["transport"])
-        if params.get("enabled"):
-            queryset = queryset.filter(enabled=_boolean("enabled", params["enabled"]))
+        if transport := filter_choice(params, "transport", Transport.values):
+            queryset = queryset.filter(transport=transport)
+        if (enabled := filter_boolean(params, "enabled")) is not None:
+            queryset = queryset.filter(enabled=enabled)
         if scopes := comma_separated(params.get("scopes")):
             queryset = queryset.filter(scopes__contains=scopes)
         return queryset
@@ -81,8 +70,8 @@ class RemoteToolViewSet(viewsets.ModelViewSet):
             queryset = queryset.filter(tags__contains=tags)
         if scopes := comma_separated(params.get("scopes")):
             queryset = queryset.filter(scopes__contains=scopes)
-        if params.get("drift"):
-            queryset = queryset.filter(drift=params["drift"])
+        if drift := filter_choice(params, "drift", DriftState.values):
+            queryset = queryset.filter(drift=drift)
         return queryset
 
     def perform_create(self, serializer: RemoteToolSerializer) -> None:

@@ -16,7 +16,12 @@ import math
 import re
 from typing import Any
 
+from django.db import InterfaceError as DatabaseInterfaceError
+from django.db import OperationalError as DatabaseOperationalError
 from django.http import JsonResponse
+from kombu.exceptions import OperationalError as BrokerOperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework.exceptions import APIException
 
 from apps.core.logging import get_logger
@@ -53,6 +58,14 @@ class BadRequest(ApplicationError):
     code = "bad_request"
 
 
+class InvalidParameter(ApplicationError):
+    """A query parameter (a filter of the resource API) has a value it cannot take: 400, as DRF
+    answers invalid fields."""
+
+    status_code = 400
+    code = "validation_error"
+
+
 class AuthenticationRequired(ApplicationError):
     """No valid bearer token was presented."""
 
@@ -80,9 +93,26 @@ class Conflict(ApplicationError):
     code = "conflict"
 
 
+class MethodNotAllowed(ApplicationError):
+    status_code = 405
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, *, allowed: list[str]) -> None:
+        super().__init__(message, details={"allowed": allowed})
+        self.allowed = allowed
+
+    def headers(self) -> dict[str, str]:
+        return {"Allow": ", ".join(self.allowed)}
+
+
 class PayloadTooLarge(ApplicationError):
     status_code = 413
     code = "payload_too_large"
+
+
+class UnsupportedMediaType(ApplicationError):
+    status_code = 415
+    code = "unsupported_media_type"
 
 
 class RateLimited(ApplicationError):
@@ -140,6 +170,54 @@ def error_type(error: ApplicationError) -> str:
 class ServiceUnavailable(ApplicationError):
     status_code = 503
     code = "service_unavailable"
+
+
+# How long a client is asked to wait after a dependency failed to answer within its timeout.
+OUTAGE_RETRY_AFTER_SECONDS = 5
+
+
+class DependencyUnavailable(ServiceUnavailable):
+    """Postgres, Redis or the Celery broker did not answer within its configured timeout; the
+    request may be retried (what it wrote in a transaction was rolled back)."""
+
+    def __init__(self, dependency: str) -> None:
+        super().__init__(
+            f"The {dependency} is not answering; retry in {OUTAGE_RETRY_AFTER_SECONDS} s.",
+            details={"dependency": dependency, "retryAfter": OUTAGE_RETRY_AFTER_SECONDS},
+        )
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)}
+
+
+# The exceptions that say a dependency is down or stalled past its timeout, and which one: Postgres
+# connection failures and timeouts (a statement_timeout cancellation is an OperationalError too),
+# Redis's, and the Celery broker's when a task is sent.
+OUTAGE_DEPENDENCIES: dict[type[Exception], str] = {
+    DatabaseOperationalError: "database",
+    DatabaseInterfaceError: "database",
+    RedisConnectionError: "Redis server",
+    RedisTimeoutError: "Redis server",
+    BrokerOperationalError: "task broker",
+}
+
+
+def dependency_outage(exc: BaseException) -> DependencyUnavailable | None:
+    """The 503 an exception means when it says a dependency is down or stalled, else None. Every
+    edge (ninja's and DRF's exception handlers, the pages' middleware) asks this one function."""
+    for kind, dependency in OUTAGE_DEPENDENCIES.items():
+        if isinstance(exc, kind):
+            return DependencyUnavailable(dependency)
+    return None
+
+
+def log_dependency_outage(exc: BaseException, outage: DependencyUnavailable) -> None:
+    """One warning per refused request: the outage is an operations matter, not a bug (no traceback)."""
+    logger.warning(
+        "dependency.unavailable",
+        dependency=outage.details["dependency"],
+        error=f"{type(exc).__name__}: {exc}".strip()[:300],
+    )
 
 
 def error_payload(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -230,12 +308,19 @@ class DrfApplicationError(APIException):
 def drf_exception_handler(exc: Exception, context: dict[str, Any]):
     """DRF's EXCEPTION_HANDLER: every error in the one shape."""
     from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+    from django.core.exceptions import ValidationError as DjangoValidationError
     from django.http import Http404
     from rest_framework import exceptions as drf
     from rest_framework.response import Response
 
     if isinstance(exc, DrfApplicationError):
         exc = exc.error
+    if outage := dependency_outage(exc):
+        log_dependency_outage(exc, outage)
+        exc = outage
+    elif isinstance(exc, DjangoValidationError):
+        # A value the ORM could not convert (a malformed UUID in a filter): the client's mistake.
+        exc = InvalidParameter("; ".join(exc.messages) or "A parameter has an invalid value.")
     if isinstance(exc, ApplicationError):
         # Only an upstream error has locations to withhold. Asking who the caller is means
         # authenticating again (DRF's request.auth), which must not happen when authentication is

@@ -13,11 +13,13 @@ import re
 from collections.abc import Callable
 from html import escape
 from http import HTTPStatus
+from io import BytesIO
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http.multipartparser import MultiPartParser
 
 from apps.core.errors import (
     ApplicationError,
@@ -161,8 +163,19 @@ def request_text_problems(request: HttpRequest) -> list[tuple[str, str]]:
         if is_json_media_type(content_type):
             problems += _json_problems(request.body)
         elif content_type in FORM_MEDIA_TYPES:
-            problems += _querydict_problems(request.POST, "body")
+            problems += _querydict_problems(_form(request, content_type), "body")
     return problems
+
+
+def _form(request: HttpRequest, content_type: str) -> QueryDict:
+    """The form fields of the body. Django parses forms of POSTs only; DRF parses those of PUT and
+    PATCH itself, so those are parsed here the same way."""
+    if request.method == "POST":
+        return request.POST
+    if content_type == "application/x-www-form-urlencoded":
+        return QueryDict(request.body, encoding=request.encoding)
+    parser = MultiPartParser(request.META, BytesIO(request.body), request.upload_handlers, request.encoding)
+    return parser.parse()[0]
 
 
 class UnstorableTextMiddleware:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found as django_page_not_found
 from django.views.defaults import server_error as django_server_error
 
-from apps.core.errors import ApplicationError, NotFound, error_response
+from apps.core.errors import ApplicationError, BadRequest, NotFound, error_response
 from apps.core.metrics import render_metrics
 from apps.core.selectors import readiness
 
@@ -35,6 +36,16 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
 def _is_api_request(request: HttpRequest) -> bool:
     return request.path.startswith(("/v1/", "/api/"))
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """400 for a request Django itself refuses (too many fields, a broken multipart body): the error
+    shape for API paths, Django's page elsewhere."""
+    if _is_api_request(request):
+        return error_response(
+            BadRequest("The request cannot be read: its body or parameters are malformed or too many.")
+        )
+    return django_bad_request(request, exception)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

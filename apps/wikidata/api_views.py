@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from rest_framework import viewsets
 
-from apps.core.errors import ValidationFailed
+from apps.core.filters import filter_boolean, filter_choice, filter_uuid
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
 from apps.wikidata.serializers import FactRunSerializer, FactSerializer
 
@@ -21,8 +21,8 @@ class FactViewSet(viewsets.ReadOnlyModelViewSet):
         for field in ("qid", "pid", "claim_guid", "rank"):
             if params.get(field):
                 queryset = queryset.filter(**{field: params[field]})
-        if params.get("run"):
-            queryset = queryset.filter(run_id=params["run"])
+        if run := filter_uuid(params, "run"):
+            queryset = queryset.filter(run_id=run)
         return queryset
 
 
@@ -34,17 +34,8 @@ class FactRunViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[FactRun]:
         queryset = FactRun.objects.all()
         params = self.request.query_params
-        if status := params.get("status"):
-            if status not in FactRunStatus.values:
-                raise ValidationFailed(
-                    f"?status= takes one of {', '.join(FactRunStatus.values)}, not {status!r}.",
-                    details={"parameter": "status"},
-                )
+        if status := filter_choice(params, "status", FactRunStatus.values):
             queryset = queryset.filter(status=status)
-        if degraded := params.get("degraded"):
-            if degraded not in ("true", "false"):
-                raise ValidationFailed(
-                    f"?degraded= takes true or false, not {degraded!r}.", details={"parameter": "degraded"}
-                )
-            queryset = queryset.filter(degraded=degraded == "true")
+        if (degraded := filter_boolean(params, "degraded")) is not None:
+            queryset = queryset.filter(degraded=degraded)
         return queryset

@@ -89,8 +89,12 @@ def test_connector_filters(read_client: Client, default_registry: dict) -> None:
         "wikidata"
     ]
     response = read_client.get("/api/connectors/", {"enabled": "maybe"})
-    assert response.status_code == 422
-    assert response.json()["error"]["details"] == {"parameter": "enabled"}
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "validation_error",
+        "message": "?enabled= takes true or false, not 'maybe'.",
+        "details": {"parameter": "enabled"},
+    }
     response = read_client.get("/api/connectors/", {"limit": 1, "offset": 1})
     assert _slugs(response) == ["perplexity"]
     assert response.json()["count"] == 3
