@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from apps.connectors.selectors import process_caches_clear
@@ -20,7 +21,7 @@ from apps.connectors.services import registry_changed
 from apps.core import outbound
 from apps.core.models import ApiToken
 from apps.core.redis import get_redis
-from apps.core.services import api_token_create, api_token_limiter
+from apps.core.services import api_token_create, api_token_limiter, page_submission_limiter
 from cortexweb.celery import app as celery_app
 from tests.listener import Listener
 
@@ -99,6 +100,29 @@ def _registry_caches_start_fresh() -> None:
     process_caches_clear()
 
 
+@pytest.fixture(scope="session")
+def cortex_server(django_db_setup: None, django_db_blocker) -> Iterator[object]:
+    """CortexWeb's ASGI app (Django and ``/mcp``) under a real uvicorn (tests/mcp_server/conftest.py's
+    ``LiveServer``), one for the whole session and every test directory: the MCP app's session
+    manager runs only once per process."""
+    from tests.mcp_server.conftest import LiveServer
+
+    with django_db_blocker.unblock():
+        server = LiveServer()
+        yield server
+        server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _page_limiters_start_empty() -> None:
+    """User ids restart with each test database while Redis keeps an earlier session's per-user page
+    limiters (``services.page_submission_limiter``) for up to a minute: forget them once."""
+    redis = get_redis()
+    keys = list(redis.scan_iter("cortex:ratelimit:page:user:*"))
+    if keys:
+        redis.delete(*keys)
+
+
 @pytest.fixture
 def redis_client():
     return get_redis()
@@ -106,7 +130,8 @@ def redis_client():
 
 @pytest.fixture
 def make_token(db: None):
-    """Create a token with the given scopes; returns (row, raw token)."""
+    """Create a token with the given scopes (default ``read``: the scopes are in docs/security.md);
+    returns (row, raw token)."""
 
     def _make(*scopes: str, name: str = "test") -> tuple[ApiToken, str]:
         row, raw = api_token_create(name=name, scopes=scopes or ("read",))
@@ -117,9 +142,42 @@ def make_token(db: None):
     return _make
 
 
+def make_user(username: str, *perms: str, is_staff: bool = True, is_superuser: bool = False) -> User:
+    """A user holding ``perms`` (``app_label.codename``: the page roles of docs/security.md), with a
+    fresh page-submission limiter (ids restart with each test database while Redis keeps limiters)."""
+    user = User.objects.create_user(username, password="pw", is_staff=is_staff, is_superuser=is_superuser)
+    for perm in perms:
+        app_label, codename = perm.split(".")
+        permission = Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        user.user_permissions.add(permission)
+    page_submission_limiter(user=user).reset()
+    return User.objects.get(pk=user.pk)  # without the permission cache of the row above
+
+
+def role_client(*perms: str, username: str = "analyst", **client_options: object) -> Client:
+    """A test client signed in as staff holding ``perms``."""
+    client = Client(**client_options)
+    client.force_login(make_user(username, *perms))
+    return client
+
+
 @pytest.fixture
 def read_client(make_token) -> Client:
     _, raw = make_token("read")
+    return Client(headers={"Authorization": f"Bearer {raw}"})
+
+
+@pytest.fixture
+def upstream_client(make_token) -> Client:
+    """A token that may start upstream work (fact queries, arXiv, tool calls) and read what it started."""
+    _, raw = make_token("read", "upstream")
+    return Client(headers={"Authorization": f"Bearer {raw}"})
+
+
+@pytest.fixture
+def verify_client(make_token) -> Client:
+    """A token that may verify claims and ground messages (docs/security.md)."""
+    _, raw = make_token("read", "verify")
     return Client(headers={"Authorization": f"Bearer {raw}"})
 
 

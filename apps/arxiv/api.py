@@ -12,7 +12,7 @@ from ninja import Router, Status
 from apps.arxiv import selectors, services
 from apps.arxiv.models import RunStatus, SearchRun
 from apps.arxiv.schemas import LookupIn, RunOut, SearchIn
-from apps.core.auth import read_token
+from apps.core.auth import read_token, upstream_token
 
 router = Router(tags=["arxiv"])
 
@@ -28,14 +28,22 @@ def _status(run: SearchRun) -> Status:
 
 
 @router.post(
-    "/search", auth=read_token, response={200: RunOut, 202: RunOut}, exclude_none=True, summary="Search arXiv"
+    "/search",
+    auth=upstream_token,
+    response={200: RunOut, 202: RunOut},
+    exclude_none=True,
+    summary="Search arXiv",
 )
 def search(request: HttpRequest, payload: SearchIn) -> Status:
     return _answer(services.search_submit(payload=payload))
 
 
 @router.post(
-    "/lookup", auth=read_token, response={200: RunOut, 202: RunOut}, exclude_none=True, summary="Papers by id"
+    "/lookup",
+    auth=upstream_token,
+    response={200: RunOut, 202: RunOut},
+    exclude_none=True,
+    summary="Papers by id",
 )
 def lookup(request: HttpRequest, payload: LookupIn) -> Status:
     return _answer(services.lookup_submit(ids=payload.ids))

@@ -10,7 +10,7 @@ from apps.connectors import selectors
 from apps.connectors.gateway import tool_call
 from apps.connectors.planner import plan_create
 from apps.connectors.schemas import PlanIn, PlanOut, ToolCallIn, ToolCallOut, ToolOut
-from apps.core.auth import read_token, write_token
+from apps.core.auth import read_token, upstream_token
 from apps.core.schemas import comma_separated
 
 router = Router(tags=["connectors"])
@@ -63,7 +63,9 @@ def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
     ]
 
 
-@router.post("/tools/call", auth=write_token, response=ToolCallOut, summary="Call a tool by canonical name")
+@router.post(
+    "/tools/call", auth=upstream_token, response=ToolCallOut, summary="Call a tool by canonical name"
+)
 def call_tool(request: HttpRequest, payload: ToolCallIn) -> dict:
     """Dispatch to the tool's connector (aliases accepted); the result comes back under the canonical name.
 

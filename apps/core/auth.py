@@ -6,8 +6,12 @@ and check scopes the same way.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
+from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 from rest_framework import authentication, permissions
@@ -51,7 +55,10 @@ class BearerToken(HttpBearer):
         return api_token
 
 
+# One auth object per scope; an endpoint names the one its operation needs (docs/security.md).
 read_token = BearerToken(TokenScope.READ)
+upstream_token = BearerToken(TokenScope.UPSTREAM)
+verify_token = BearerToken(TokenScope.VERIFY)
 write_token = BearerToken(TokenScope.WRITE)
 propose_token = BearerToken(TokenScope.PROPOSE)
 admin_token = BearerToken(TokenScope.ADMIN)
@@ -64,7 +71,12 @@ class DrfBearerTokenAuthentication(authentication.BaseAuthentication):
         header = request.headers.get("Authorization", "")
         if not header:
             return None
-        return None, api_token_authenticate(raw_token=bearer_token(header))
+        try:
+            return None, api_token_authenticate(raw_token=bearer_token(header))
+        except ApplicationError as error:
+            # As a DRF exception, so DRF marks the request unauthenticated before it re-raises: code
+            # that reads ``request.auth`` afterwards (the exception handler) does not authenticate again.
+            raise DrfApplicationError(error) from error
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="cortexweb"'
@@ -86,3 +98,50 @@ class DrfTokenScopePermission(permissions.BasePermission):
         except ApplicationError as error:
             raise DrfApplicationError(error) from error
         return True
+
+
+# --- /metrics -----------------------------------------------------------------------------------
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def networks_parse(entries: Iterable[str]) -> tuple[list[IPNetwork], list[str]]:
+    """The networks among ``entries`` (CIDR or a single address) and the entries that are neither."""
+    networks: list[IPNetwork] = []
+    invalid: list[str] = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            invalid.append(entry)
+    return networks, invalid
+
+
+@functools.lru_cache(maxsize=8)
+def _metrics_networks(entries: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    # An invalid entry allows nothing (the system check cortex.E030 names it).
+    return tuple(networks_parse(entries)[0])
+
+
+def address_in_networks(address: str, networks: Iterable[IPNetwork]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip.version == network.version and ip in network for network in networks)
+
+
+def metrics_access_check(request: HttpRequest) -> None:
+    """``/metrics`` answers a peer in ``CORTEX_METRICS_ALLOW_NETWORKS`` (default: loopback) without a
+    token; anyone else needs a bearer token with the ``read`` scope (``admin`` implies it).
+
+    The peer is the connection's address (``REMOTE_ADDR``), never a forwarded header a client could
+    write itself. Raises ``AuthenticationRequired`` (401) or ``PermissionDenied`` (403).
+    """
+    networks = _metrics_networks(tuple(settings.CORTEX_METRICS_ALLOW_NETWORKS))
+    if address_in_networks(request.META.get("REMOTE_ADDR", ""), networks):
+        return
+    token = api_token_authenticate(raw_token=bearer_token(request.headers.get("Authorization", "")))
+    _require_scope(token, TokenScope.READ)

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+from apps.core.auth import networks_parse
 from apps.core.outbound import networks_parse as outbound_networks_parse
 from apps.core.tracing import EXPORTERS
 
@@ -46,6 +47,18 @@ def cortex_configuration_check(app_configs: Any, **kwargs: Any) -> list:
     for name in ("WIKIDATA_API_URL", "WIKIDATA_SPARQL_URL", "WIKIDATA_VECTOR_URL"):
         if not str(getattr(settings, name)).startswith(("http://", "https://")):
             messages.append(Error(f"{name} must be an http(s) URL.", id="cortex.E011"))
+    _networks, invalid = networks_parse(settings.CORTEX_METRICS_ALLOW_NETWORKS)
+    if invalid:
+        messages.append(
+            Error(
+                f"CORTEX_METRICS_ALLOW_NETWORKS has entries that are not networks: {', '.join(invalid)}.",
+                hint="Comma-separated CIDR networks or addresses, e.g. '127.0.0.0/8,::1/128,10.0.0.0/8'.",
+                id="cortex.E030",
+            )
+        )
+    for name in ("CORTEX_PAGE_SUBMISSIONS_PER_MINUTE", "CORTEX_PAGE_SUBMISSION_BURST"):
+        if getattr(settings, name) < 0:
+            messages.append(Error(f"{name} must be 0 or more.", id="cortex.E031"))
     _outbound, invalid_outbound = outbound_networks_parse(settings.CORTEX_OUTBOUND_ALLOW_NETWORKS)
     if invalid_outbound:
         messages.append(

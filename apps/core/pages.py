@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth import REDIRECT_FIELD_NAME
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -41,3 +44,30 @@ def login_redirect(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return HttpResponse(status=204, headers={"HX-Redirect": login_url})
     return HttpResponseRedirect(login_url)
+
+
+def page_role_granted(user: Any, perms: tuple[str, ...]) -> bool:
+    """Whether ``user`` holds a page role: active staff with one of ``perms`` (any staff when none is
+    named). Superusers hold every permission. The roles are listed in docs/security.md."""
+    if not (user.is_authenticated and user.is_active and user.is_staff):
+        return False
+    return not perms or any(user.has_perm(perm) for perm in perms)
+
+
+def permission_page(*perms: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """The one rule of every protected page: active staff holding one of ``perms`` (any active staff
+    when none is named). Anonymous visitors go to the admin login and come back (an HTMX request gets
+    ``HX-Redirect`` so the whole page goes); a signed-in user without the role gets 403."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                return login_redirect(request)
+            if not page_role_granted(request.user, perms):
+                raise PermissionDenied
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator

@@ -8,6 +8,7 @@ from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found as django_page_not_found
 from django.views.defaults import server_error as django_server_error
 
+from apps.core.auth import metrics_access_check
 from apps.core.errors import ApplicationError, BadRequest, NotFound, error_response
 from apps.core.metrics import render_metrics
 from apps.core.selectors import readiness
@@ -30,6 +31,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus text, for configured networks or a ``read`` token (``auth.metrics_access_check``)."""
+    try:
+        metrics_access_check(request)
+    except ApplicationError as error:
+        return error_response(error)
     payload, content_type = render_metrics()
     return HttpResponse(payload, content_type=content_type)
 

@@ -1,17 +1,16 @@
 """The live events page (``/events``): the latest stored events, refreshed by HTMX polling.
 
-Staff only: payloads carry search text, run parameters and errors. Anyone else is sent to
-the admin login (an HTMX poll whose session ended gets ``HX-Redirect``, so the whole page
-goes to the login instead of the login form landing inside the list).
+Staff only (``pages.permission_page``): payloads carry search text, run parameters and errors.
+Anonymous visitors are sent to the admin login (an HTMX poll whose session ended gets
+``HX-Redirect``, so the whole page goes to the login instead of the login form landing inside the
+list); a signed-in user who is not staff gets 403.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,24 +23,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from apps.core.models import Event
-from apps.core.pages import login_redirect
+from apps.core.pages import permission_page
 from apps.core.selectors import EVENT_LIMIT, events_recent
 
 SUMMARY_CHARS = 160
 MAX_FILTER_CHARS = 100
-
-
-def staff_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Active staff only; others go to the admin login and come back here afterwards."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        user = request.user
-        if user.is_active and user.is_staff:
-            return view(request, *args, **kwargs)
-        return login_redirect(request)
-
-    return wrapped
 
 
 @dataclass
@@ -90,7 +76,7 @@ def _prefixes() -> list[str]:
 
 @require_GET
 @never_cache
-@staff_page
+@permission_page()
 def events(request: HttpRequest) -> HttpResponse:
     """The latest events; the page polls its list fragment every 2 s with the same filters."""
     prefix = request.GET.get("prefix", "").strip()[:MAX_FILTER_CHARS]

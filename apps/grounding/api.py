@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from apps.core.auth import read_token
+from apps.core.auth import verify_token
 from apps.grounding import services
 from apps.knowledge.schemas import GroundIn, GroundingMessageOut
 
@@ -15,7 +15,7 @@ router = Router(tags=["grounding"])
 
 
 @router.post(
-    "/ground", auth=read_token, response=GroundingMessageOut, exclude_none=True, summary="Ground a message"
+    "/ground", auth=verify_token, response=GroundingMessageOut, exclude_none=True, summary="Ground a message"
 )
 def ground(request: HttpRequest, payload: GroundIn) -> dict[str, Any]:
     grounding = services.message_ground(

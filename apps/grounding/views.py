@@ -12,11 +12,8 @@ swap error responses), full pages carry 400.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -26,7 +23,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.core.errors import ValidationFailed
-from apps.core.pages import login_redirect, render_page_or_fragment, web_url
+from apps.core.pages import permission_page, render_page_or_fragment, web_url
 from apps.grounding import selectors, services
 from apps.grounding.forms import ReviewFilterForm, ReviewForm
 from apps.grounding.models import Verdict, Verification
@@ -36,25 +33,6 @@ PAGE_SIZE = 25
 REVIEW_PERMISSION = "grounding.review_verification"
 VIEW_PERMISSION = "grounding.view_verification"
 VERDICT_BADGES = {Verdict.SUPPORTED: "badge-ok", Verdict.CONTRADICTED: "badge-error"}
-
-
-def permission_page(*perms: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """Active staff holding one of ``perms``; anonymous visitors go to the admin login and come back
-    (an HTMX request gets ``HX-Redirect`` so the whole page goes); anyone else gets 403."""
-
-    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            user = request.user
-            if not user.is_authenticated:
-                return login_redirect(request)
-            if not (user.is_active and user.is_staff and any(user.has_perm(p) for p in perms)):
-                raise PermissionDenied
-            return view(request, *args, **kwargs)
-
-        return wrapped
-
-    return decorator
 
 
 def _safe_next(request: HttpRequest, candidate: str, default: str) -> str:

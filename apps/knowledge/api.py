@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from apps.core.auth import read_token
+from apps.core.auth import read_token, verify_token
 from apps.grounding import services as grounding_services
 from apps.knowledge import selectors
 from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut, VerificationOut, VerifyIn
@@ -22,7 +22,7 @@ def search(request: HttpRequest, payload: KnowledgeSearchIn) -> dict[str, Any]:
 
 
 @router.post(
-    "/verify", auth=read_token, response=VerificationOut, exclude_none=True, summary="Verify a claim"
+    "/verify", auth=verify_token, response=VerificationOut, exclude_none=True, summary="Verify a claim"
 )
 def verify(request: HttpRequest, payload: VerifyIn) -> dict[str, Any]:
     verification = grounding_services.claim_verify(claim=payload.claim, domain=payload.domain)

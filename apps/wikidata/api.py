@@ -12,7 +12,7 @@ from uuid import UUID
 from django.http import HttpRequest, HttpResponse
 from ninja import Router, Status
 
-from apps.core.auth import read_token
+from apps.core.auth import read_token, upstream_token
 from apps.wikidata import provenance, selectors, services
 from apps.wikidata.models import FactRun
 from apps.wikidata.schemas import FactQueryIn, FactRunOut
@@ -28,7 +28,7 @@ def _status(request: HttpRequest, run: FactRun) -> Status:
 
 @router.post(
     "/query",
-    auth=read_token,
+    auth=upstream_token,
     response={200: FactRunOut, 202: FactRunOut},
     exclude_none=True,
     summary="Ask a factual question",

@@ -1,5 +1,9 @@
 """HTMX pages of Wikidata facts: ask a question, follow its run, and see where each fact came from.
 
+Signed-in staff only (docs/security.md): reading runs and provenance needs ``wikidata.view_factrun``
+(or the asking permission), asking ``wikidata.add_factrun``; each question asked counts against the
+user's page-submission limit (429 with ``Retry-After`` once it is spent).
+
 Each view renders its page, or for an HTMX request only the fragment the page includes. Asking
 never answers a 500: a bad form or a question the registry cannot plan is a message on the form
 (full pages carry 400; HTMX fragments are 200, because htmx does not swap error responses). A
@@ -13,6 +17,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 from uuid import UUID
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -20,13 +25,17 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from apps.core.errors import ApplicationError, NotFound, ValidationFailed
-from apps.core.pages import render_page_or_fragment, web_url
+from apps.core.errors import ApplicationError, NotFound, RateLimited, ValidationFailed
+from apps.core.pages import page_role_granted, permission_page, render_page_or_fragment, web_url
+from apps.core.services import page_submission_check
 from apps.wikidata import provenance, selectors, services
 from apps.wikidata.forms import FactQueryForm, FactSearchForm
 from apps.wikidata.models import Fact, FactRun
 
 QUERY_SERVICE_URL = "https://query.wikidata.org/#"
+# The page roles (docs/security.md): asking starts a run that spends the Wikidata budget.
+ASK_PERMISSION = "wikidata.add_factrun"
+VIEW_PERMISSION = "wikidata.view_factrun"
 REFERENCE_URL_PROPERTY = "P854"
 
 
@@ -34,6 +43,7 @@ REFERENCE_URL_PROPERTY = "P854"
 
 
 @require_http_methods(["GET", "POST"])
+@permission_page(VIEW_PERMISSION, ASK_PERMISSION)
 def fact_home(request: HttpRequest) -> HttpResponse:
     """``GET``: the question form, recent runs and a search over stored facts (HTMX: the search
     results). ``POST``: queue the question's run and go to its page, or show why not."""
@@ -46,10 +56,18 @@ def fact_home(request: HttpRequest) -> HttpResponse:
             request, "wikidata/facts.html", "wikidata/partials/_fact_results.html", context
         )
 
+    if not page_role_granted(request.user, (ASK_PERMISSION,)):
+        raise PermissionDenied
     form = FactQueryForm(request.POST)
     error = ""
     status = 400
-    if form.is_valid():
+    limited: RateLimited | None = None
+    try:
+        page_submission_check(user=request.user)
+    except RateLimited as refusal:
+        limited = refusal
+        error, status = refusal.message, refusal.status_code
+    if limited is None and form.is_valid():
         payload = form.cleaned_data["payload"]
         try:
             run = services.fact_query_submit(**payload.submit_arguments())
@@ -62,9 +80,12 @@ def fact_home(request: HttpRequest) -> HttpResponse:
                 return HttpResponseClientRedirect(url)
             return HttpResponseRedirect(url, status=303)
     context = _home_context(request, form, search_form, error=error)
-    return render_page_or_fragment(
+    response = render_page_or_fragment(
         request, "wikidata/facts.html", "wikidata/partials/_query_form.html", context, status=status
     )
+    for header, value in (limited.headers() if limited is not None else {}).items():
+        response[header] = value
+    return response
 
 
 def _home_context(
@@ -78,6 +99,7 @@ def _home_context(
         run.fact_count = counts.get(run.pk, 0)  # type: ignore[attr-defined]
     return {
         "form": form,
+        "can_ask": page_role_granted(request.user, (ASK_PERMISSION,)),
         "error": error,
         "search_form": search_form,
         "search_text": text,
@@ -90,6 +112,7 @@ def _home_context(
 
 
 @require_GET
+@permission_page(VIEW_PERMISSION, ASK_PERMISSION)
 def run_detail(request: HttpRequest, run_id: UUID) -> HttpResponse:
     """A run: the question, its plan, each executed step and its results; polls itself while pending."""
     try:
@@ -125,6 +148,7 @@ def _step(step: dict[str, Any]) -> dict[str, Any]:
 
 
 @require_GET
+@permission_page(VIEW_PERMISSION, ASK_PERMISSION)
 def fact_detail(request: HttpRequest, fact_id: int) -> HttpResponse:
     """Where a fact came from: the statement, its qualifiers and references, the SPARQL that
     enriched it, the run that found it, and the stored fact a degraded run copied it from."""
@@ -187,6 +211,7 @@ PROV_CONTENT_TYPES = {"turtle": "text/turtle; charset=utf-8", "json-ld": "applic
 
 
 @require_GET
+@permission_page(VIEW_PERMISSION, ASK_PERMISSION)
 def run_prov(request: HttpRequest, run_id: UUID, fmt: Literal["turtle", "json-ld"]) -> HttpResponse:
     """A run's PROV-O export, readable like the pages (the same as /v1/facts/runs/{id}/prov.*)."""
     try:

@@ -28,7 +28,7 @@ def arxiv(settings) -> Iterator[ReplayArxiv]:
 
 @pytest.fixture
 def client(make_token) -> Client:
-    _, raw = make_token("read", "write")
+    _, raw = make_token("read", "upstream")
     return Client(headers={"Authorization": f"Bearer {raw}"})
 
 

@@ -66,7 +66,7 @@ def _run_hosts(server: ReplayArxiv, token: str, interval: float, queries_per_hos
 @pytest.mark.django_db(transaction=True)
 def test_three_processes_share_one_spacing_and_one_connection(arxiv, make_token, settings) -> None:
     settings.ARXIV_MIN_INTERVAL_SECONDS = 0.5  # for any worker of this process that takes a task
-    _, token = make_token("read")
+    _, token = make_token("read", "upstream")
     queries = [[f"host{host} topic{index}" for index in range(5)] for host in range(3)]
     answers = _run_hosts(arxiv, token, 0.5, queries)
 
@@ -82,7 +82,7 @@ def test_three_processes_share_one_spacing_and_one_connection(arxiv, make_token,
 @pytest.mark.django_db(transaction=True)
 def test_the_real_three_second_interval(arxiv, make_token, settings) -> None:
     settings.ARXIV_MIN_INTERVAL_SECONDS = 3.0
-    _, token = make_token("read")
+    _, token = make_token("read", "upstream")
     answers = _run_hosts(arxiv, token, 3.0, [["first paper"], ["second paper"], ["third paper"]])
     assert sorted(status for _, _, status, _ in answers) == [200, 200, 200]
     assert len(arxiv.arrivals) == 3

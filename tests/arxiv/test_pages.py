@@ -14,6 +14,7 @@ from apps.arxiv import views as arxiv_views
 from apps.arxiv.models import Paper, PaperVersion, RunStatus, SearchRun, SearchRunPaper
 from apps.arxiv.schemas import SearchIn
 from apps.arxiv.services import search_submit
+from tests.conftest import role_client
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +37,12 @@ def make_paper(arxiv_id: str, title: str, *, published: str = "2024-01-15", **fi
     }
     defaults.update(fields)
     return Paper.objects.create(arxiv_id=arxiv_id, title=title, **defaults)
+
+
+@pytest.fixture
+def client() -> Client:
+    """Signed in as staff who may search arXiv live (and so read runs): docs/security.md."""
+    return role_client("arxiv.add_searchrun", username="searcher")
 
 
 def listed(content: str) -> list[str]:
@@ -223,7 +230,7 @@ def test_titles_and_abstracts_are_escaped(client: Client) -> None:
 # --- One paper -------------------------------------------------------------------------------
 
 
-def test_detail_shows_metadata_versions_links_and_runs(client: Client, admin_user) -> None:
+def test_detail_shows_metadata_versions_links_and_runs(client: Client) -> None:
     paper = make_paper(
         "2401.12345",
         "Attention is enough",
@@ -286,15 +293,18 @@ def test_detail_shows_metadata_versions_links_and_runs(client: Client, admin_use
         ("v1", "2024-01-20 08:00"),
         ("v2", "2024-02-01 09:30"),
     ]
-    assert f'<a href="/papers/runs/{run.pk}"><code>{run.pk}</code></a></th>' in content
+    assert (
+        f'<a href="/papers/runs/{run.pk}"><code>{run.pk}</code></a> '
+        f'<a href="/admin/arxiv/searchrun/{run.pk}/change/">admin</a></th>'  # the admin link: staff
+    ) in content
     assert re.search(
         r"<td>attention</td>\s*<td>3</td>\s*<td><time[^>]*>2024-03-01 12:00</time></td>", content
     )
-    assert "/admin/arxiv/searchrun/" not in content  # admin links for staff only
 
-    client.force_login(admin_user)
-    content = client.get("/papers/2401.12345").content.decode()
-    assert f'<a href="/admin/arxiv/searchrun/{run.pk}/change/">admin</a>' in content
+    # The runs carry agents' queries: without a page role the page leaves them out.
+    content = Client().get("/papers/2401.12345").content.decode()
+    assert "<h1>Attention is enough</h1>" in content
+    assert "Found by" not in content and "/papers/runs/" not in content and "attention</td>" not in content
 
 
 def test_unknown_paper_is_a_404_page(client: Client) -> None:
@@ -482,7 +492,7 @@ def test_live_search_bad_input_names_the_field_and_sends_nothing(client: Client)
 
 
 def test_live_search_requires_csrf(papers: dict) -> None:
-    client = Client(enforce_csrf_checks=True)
+    client = role_client("arxiv.add_searchrun", enforce_csrf_checks=True)
     assert client.post("/papers/live", FORM).status_code == 403
     page = client.get("/papers")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)

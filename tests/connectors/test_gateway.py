@@ -31,7 +31,8 @@ URL = "/v1/tools/call"
 
 @pytest.fixture
 def write_client(make_token) -> Client:
-    _, raw = make_token("read", "write")
+    """A token that may call registry tools (the upstream scope, docs/security.md)."""
+    _, raw = make_token("read", "upstream")
     return Client(headers={"Authorization": f"Bearer {raw}"})
 
 
@@ -101,7 +102,7 @@ def test_call_by_old_alias_answers_under_the_canonical_name(wikidata_mcp, write_
     )
     assert (call.status, call.retryable, call.error) == (ToolCallStatus.OK, False, "")
     assert call.duration_ms == body["durationMs"]
-    assert call.token is not None and call.token.has_scope("write")
+    assert call.token is not None and call.token.has_scope("upstream")
     event = Event.objects.get(name="tool.call.completed")
     assert event.payload == {
         "tool": "wikidata.get_claims",
@@ -431,7 +432,7 @@ def test_native_tool_dispatches_to_its_adapter(wikidata_mcp, write_client, arxiv
 
 
 def test_sync_view_under_asgi(wikidata_mcp, make_token) -> None:
-    _, raw = make_token("write")
+    _, raw = make_token("upstream")
     response = async_to_sync(AsyncClient().post)(
         URL,
         data={"name": "wikidata.get_claims", "arguments": {"entity_id": "Q42"}},

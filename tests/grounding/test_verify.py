@@ -251,8 +251,8 @@ def test_unsure_verdicts_wait_for_review_and_sure_ones_do_not(pack: None) -> Non
     )
 
 
-def test_the_verify_api_answers_the_seed_shape(pack: None, read_client: Client) -> None:
-    response = read_client.post(
+def test_the_verify_api_answers_the_seed_shape(pack: None, verify_client: Client) -> None:
+    response = verify_client.post(
         "/v1/knowledge/verify",
         {"claim": "TLS 1.1 is fine to use for new services."},
         content_type="application/json",
@@ -275,21 +275,23 @@ def test_the_verify_api_answers_the_seed_shape(pack: None, read_client: Client) 
     ],
 )
 def test_bad_verify_input_is_a_4xx_that_says_what_to_fix(
-    pack: None, read_client: Client, body: dict, status: int, text: str
+    pack: None, verify_client: Client, body: dict, status: int, text: str
 ) -> None:
-    response = read_client.post("/v1/knowledge/verify", body, content_type="application/json")
+    response = verify_client.post("/v1/knowledge/verify", body, content_type="application/json")
     assert response.status_code == status
     assert text in json.dumps(response.json())
     assert Verification.objects.count() == 0
 
 
-def test_grounding_a_message_checks_its_claims_and_injects_knowledge(pack: None, read_client: Client) -> None:
+def test_grounding_a_message_checks_its_claims_and_injects_knowledge(
+    pack: None, verify_client: Client
+) -> None:
     message = (
         "Hi! Here is the plan. Passwords should be hashed with MD5 for speed. "
         "According to GDPR, breaches must be reported to the supervisory authority within 72 hours. "
         "Thanks."
     )
-    response = read_client.post(
+    response = verify_client.post(
         "/v1/grounding/ground", {"message": message, "messageId": "msg-1"}, content_type="application/json"
     )
     assert response.status_code == 200
@@ -312,14 +314,14 @@ def test_on_detection_grounds_only_messages_with_a_trigger(pack: None) -> None:
     assert loud.verifications.count() == 1
 
 
-def test_bad_ground_input(read_client: Client) -> None:
-    big = read_client.post(
+def test_bad_ground_input(verify_client: Client) -> None:
+    big = verify_client.post(
         "/v1/grounding/ground", {"message": "a" * 100_000}, content_type="application/json"
     )
     assert big.status_code == 422 and "message" in json.dumps(big.json())
-    empty = read_client.post("/v1/grounding/ground", {"message": " "}, content_type="application/json")
+    empty = verify_client.post("/v1/grounding/ground", {"message": " "}, content_type="application/json")
     assert empty.status_code == 422 and "empty" in empty.json()["error"]["message"]
-    mode = read_client.post(
+    mode = verify_client.post(
         "/v1/grounding/ground", {"message": "hello there", "mode": "always"}, content_type="application/json"
     )
     assert mode.status_code == 422

@@ -12,7 +12,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +78,7 @@ class LiveServer:
         self.thread.join(timeout=15)
 
 
-@pytest.fixture(scope="session")
-def cortex_server(django_db_setup: None, django_db_blocker) -> Iterator[LiveServer]:
-    with django_db_blocker.unblock():
-        server = LiveServer()
-        yield server
-        server.stop()
+# ``cortex_server`` (a LiveServer for the session) is in tests/conftest.py: other directories use it too.
 
 
 @pytest.fixture

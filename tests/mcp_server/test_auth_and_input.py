@@ -28,8 +28,8 @@ MATRIX = [
     ("bad", WRITE_TOOL, "401", "authentication_required"),
     ("read", READ_TOOL, "ok", "ok"),
     ("read", WRITE_TOOL, "permission_denied", "permission_denied"),
-    ("read+write", READ_TOOL, "ok", "ok"),
-    ("read+write", WRITE_TOOL, "ok", "ok"),
+    ("read+upstream", READ_TOOL, "ok", "ok"),
+    ("read+upstream", WRITE_TOOL, "ok", "ok"),
 ]
 
 
@@ -39,7 +39,7 @@ def tokens(make_token) -> dict[str, str | None]:
         "none": None,
         "bad": "cw_not-a-real-token",
         "read": make_token("read", name="reader")[1],
-        "read+write": make_token("read", "write", name="writer")[1],
+        "read+upstream": make_token("read", "upstream", name="writer")[1],
     }
 
 
@@ -95,7 +95,7 @@ def test_a_permitted_catalogue_call_goes_through_the_gateway(
     cortex_server, registry, wikidata_mcp, tokens
 ) -> None:
     async def go() -> Any:
-        async with http_session(cortex_server.mcp_url, tokens["read+write"]) as client:
+        async with http_session(cortex_server.mcp_url, tokens["read+upstream"]) as client:
             return await client.call_tool(*WRITE_TOOL)
 
     result = asyncio.run(go())

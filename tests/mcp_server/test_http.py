@@ -42,7 +42,7 @@ CATALOGUE_TOOLS = [
 
 @pytest.fixture
 def token(make_token) -> str:
-    return make_token("read", name="mcp-agent")[1]
+    return make_token("read", "upstream", "verify", name="mcp-agent")[1]
 
 
 def _rest(token: str) -> DjangoClient:
@@ -95,7 +95,7 @@ def test_discovery_needs_no_token(cortex_server, registry) -> None:
     # Catalogue tools carry the schema the manifest declares for them, and reach an upstream.
     assert tools["wikidata.get_claims"].annotations.open_world_hint is True
     assert tools["wikidata.get_claims"].meta == {
-        "cortexweb/scope": "write",
+        "cortexweb/scope": "upstream",
         "cortexweb/connector": "wikidata",
         "cortexweb/tags": tools["wikidata.get_claims"].meta["cortexweb/tags"],
     }

@@ -11,6 +11,7 @@ from django.test import Client
 
 from apps.wikidata import tasks
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
+from tests.conftest import role_client
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +99,12 @@ def snak(prop: str, label: str, text: str, *, datatype: str = "string", value: d
         "hash": f"hash-{prop}-{text[:8]}",
         "text": text,
     }
+
+
+@pytest.fixture
+def client() -> Client:
+    """Signed in as staff who may ask questions (and so read runs and provenance): docs/security.md."""
+    return role_client("wikidata.add_factrun")
 
 
 @pytest.fixture
@@ -620,7 +627,7 @@ def test_a_valid_question_queues_a_run_and_redirects_to_it(
 
 
 def test_asking_requires_csrf(wikidata_registry: None) -> None:
-    client = Client(enforce_csrf_checks=True)
+    client = role_client("wikidata.add_factrun", enforce_csrf_checks=True)
     assert client.post("/facts", FORM).status_code == 403
     assert FactRun.objects.count() == 0
     page = client.get("/facts")

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from apps.core.commands import ActionCommand
-from apps.core.models import ApiToken
+from apps.core.models import ApiToken, TokenScope
 from apps.core.services import api_token_create, api_token_revoke
 
 
@@ -20,7 +20,13 @@ class Command(ActionCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         create = actions.add_parser("create", help="create a token and print it once")
         create.add_argument("--name", required=True)
-        create.add_argument("--scopes", required=True, help="comma-separated: read,write,propose,admin")
+        create.add_argument(
+            "--scopes",
+            default=TokenScope.READ.value,
+            help="comma-separated, default 'read' (docs/security.md): "
+            + "; ".join(str(label) for label in TokenScope.labels)
+            + ". An agent that asks facts, searches arXiv and verifies: read,upstream,verify.",
+        )
         create.add_argument("--expires-in-days", type=int, default=None, help="no expiry when omitted")
         revoke = actions.add_parser("revoke", help="revoke a token by id")
         revoke.add_argument("token_id", type=int)
