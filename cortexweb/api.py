@@ -9,7 +9,6 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
@@ -29,6 +28,7 @@ from apps.core.errors import (
     sees_upstream_locations,
 )
 from apps.core.middleware import is_json_media_type
+from apps.core.openapi import DocumentedNinjaAPI
 
 
 class JsonBodyParser(Parser):
@@ -45,7 +45,7 @@ class JsonBodyParser(Parser):
         return super().parse_body(request)
 
 
-api = NinjaAPI(
+api = DocumentedNinjaAPI(
     title="CortexWeb agent API",
     version="1",
     urls_namespace="v1",

@@ -262,6 +262,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
+    # /api/openapi.json: DRF's OpenAPI generator with each operation's error responses.
+    "DEFAULT_SCHEMA_CLASS": "apps.core.openapi.ErrorDocumentingAutoSchema",
 }
 
 # --- CortexWeb -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("v1/", api.urls),
-    path("api/", include("apps.core.urls")),
+    path("api/", include("cortexweb.resources")),
     path("", include("apps.connectors.urls")),
     path("", include("apps.arxiv.urls")),
     path("", include("apps.wikidata.urls")),

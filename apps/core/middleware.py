@@ -138,17 +138,21 @@ def _querydict_problems(data: QueryDict, where: str) -> list[tuple[str, str]]:
         if problem := text_problem(key):
             problems.append((name, f"its name {problem}"))
         problems += [(name, problem) for value in values if (problem := text_problem(value))]
+        # A form field may carry JSON (DRF's JSONField parses a multipart part or a value as JSON):
+        # its escapes decode to the characters checked here.
+        for value in values:
+            problems += _json_problems(value.encode("utf-8", "surrogatepass"), name)
     return problems
 
 
-def _json_problems(body: bytes) -> list[tuple[str, str]]:
+def _json_problems(body: bytes, where: str = "body") -> list[tuple[str, str]]:
     if not _JSON_SUSPECT.search(body):
         return []
     try:
         document: Any = json.loads(body)  # as ninja parses it; DRF decodes stricter still
     except (ValueError, RecursionError):
         return []  # not JSON at all: the endpoint answers that
-    return unstorable_paths(document, "body")
+    return unstorable_paths(document, where)
 
 
 def request_text_problems(request: HttpRequest) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""Operator pages of the core app (the JSON resource API is in ``apps.core.urls``)."""
+"""Operator pages of the core app (the JSON resource API is in ``cortexweb.resources``)."""
 
 from django.urls import path
 

@@ -383,7 +383,7 @@ def test_the_table_lists_every_v1_and_api_operation() -> None:
         for path, operations in api.get_openapi_schema()["paths"].items()
         for method in operations
     }
-    from apps.core.urls import router
+    from cortexweb.resources import router
 
     actions = {
         "list": ("GET", ""),

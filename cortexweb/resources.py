@@ -1,0 +1,32 @@
+"""The DRF resource API behind ``/api/``: one router with each app's viewsets, and its OpenAPI
+document at ``/api/openapi.json`` (error responses documented by ``apps.core.openapi``)."""
+
+from django.urls import path
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONOpenAPIRenderer
+from rest_framework.routers import DefaultRouter
+from rest_framework.schemas import get_schema_view
+
+from apps.connectors.api_views import ConnectorViewSet, RemoteToolViewSet
+from apps.core.api_views import EventViewSet
+from apps.wikidata.api_views import FactRunViewSet, FactViewSet
+
+router = DefaultRouter()
+router.register("events", EventViewSet, basename="event")
+router.register("connectors", ConnectorViewSet, basename="connector")
+router.register("tools", RemoteToolViewSet, basename="tool")
+router.register("facts", FactViewSet, basename="fact")
+router.register("fact-runs", FactRunViewSet, basename="fact-run")
+
+# Public like /v1/openapi.json: the document says what exists, never what is stored.
+openapi = get_schema_view(
+    title="CortexWeb resource API",
+    version="1",
+    description="Operators' and analysts' read-mostly resources. Errors: {error: {code, message, details}}.",
+    public=True,
+    renderer_classes=[JSONOpenAPIRenderer],
+    authentication_classes=[],
+    permission_classes=[AllowAny],
+)
+
+urlpatterns = [path("openapi.json", openapi, name="openapi"), *router.urls]
