@@ -26,7 +26,6 @@ from django.db import transaction
 from apps.grounding import services
 from apps.grounding.models import GroundingSettings
 from apps.knowledge import services as knowledge_services
-from apps.knowledge.models import KnowledgeEntry
 
 CLAIMS = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims.jsonl"
 # Written later by someone who had not seen the checker's code or the first set; its misjudged claims
@@ -43,10 +42,8 @@ class _Rollback(Exception):
 
 
 def _load_packs() -> None:
-    if not KnowledgeEntry.objects.exists():
-        knowledge_services.knowledge_load_default_if_empty()
-    else:
-        services.grounding_agents_load_default()
+    knowledge_services.knowledge_load_default_if_empty()
+    services.grounding_agents_load_default()
 
 
 def _accuracy(rows: list[tuple[dict, str]]) -> float:

@@ -35,15 +35,14 @@ from typing import Any
 
 import httpx2
 import uvicorn
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
-from django.utils.module_loading import import_string
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from apps.connectors.models import ToolCall
+from apps.core.default_data import default_data_load
 from apps.core.models import Event
 from apps.core.services import api_token_create
 from bench.__main__ import percentile
@@ -161,8 +160,7 @@ def run(report) -> None:
     if _unmigrated():
         print("mcp: skipped: the database is not migrated (start `make run` once, or `manage.py migrate`)")
         return
-    for loader_path in settings.CORTEX_DEFAULT_DATA_LOADERS:  # make run's first-start data, if absent
-        import_string(loader_path)()
+    default_data_load()  # make run's first-start data, if absent
     token, raw_token = api_token_create(name=f"bench-mcp-{uuid.uuid4().hex[:8]}", scopes=["read", "write"])
     # Every request of the bench carries this id, so its events can be found and deleted afterwards.
     correlation_id = f"bench-mcp-{uuid.uuid4().hex}"

@@ -116,4 +116,6 @@ api.add_router("", "apps.connectors.api.router")
 api.add_router("/arxiv", "apps.arxiv.api.router")
 api.add_router("/facts", "apps.wikidata.api.router")
 api.add_router("/knowledge", "apps.knowledge.api.router")
+# POST /v1/knowledge/verify creates a verification for the review queue: grounding's, under its old URL.
+api.add_router("/knowledge", "apps.grounding.api.knowledge_router")
 api.add_router("/grounding", "apps.grounding.api.router")

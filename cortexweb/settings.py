@@ -300,12 +300,7 @@ Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
 # The service map's HMAC key (DESIGN §5.1); generated once in embedded mode like SECRET_KEY.
 CORTEX_SIGNING_KEY = _secret("CORTEX_SIGNING_KEY", "signing_key")
-# Called by `manage.py run` after migrating: each loads its app's defaults when absent (first start)
-# and returns an object with summary(), or None when there was nothing to do.
-CORTEX_DEFAULT_DATA_LOADERS = [
-    "apps.connectors.services.manifest_load_default_if_empty",
-    "apps.knowledge.services.knowledge_load_default_if_empty",
-]
+# What `manage.py run` loads on first start is registered by each app (apps/core/default_data.py).
 # The knowledge packs (one folder per domain) and the grounding agents `make run` loads on first start.
 CORTEX_KNOWLEDGE_DIR = env.path("CORTEX_KNOWLEDGE_DIR", default=BASE_DIR / "config" / "knowledge")
 CORTEX_GROUNDING_AGENTS = env.path(

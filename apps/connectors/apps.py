@@ -8,3 +8,6 @@ class ConnectorsConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.connectors import signals  # noqa: F401 - registers the cache invalidation receivers
+        from apps.core.default_data import default_data_loader_register
+
+        default_data_loader_register(loader="apps.connectors.services.manifest_load_default_if_empty")

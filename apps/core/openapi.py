@@ -71,7 +71,7 @@ EMBEDDING_VIEWS = frozenset({"apps.embeddings.api.create_embeddings", "apps.know
 
 # Operations whose body names something that may not exist (a knowledge domain, a tool): 404.
 BODY_LOOKUP_VIEWS = frozenset(
-    {"apps.knowledge.api.search", "apps.knowledge.api.verify", "apps.connectors.api.call_tool"}
+    {"apps.knowledge.api.search", "apps.grounding.api.verify", "apps.connectors.api.call_tool"}
 )
 
 

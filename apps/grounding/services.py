@@ -574,7 +574,7 @@ def verification_review(
 
 
 def verification_log_lines(*, since: Any = None) -> Iterator[str]:
-    """The verification log as JSON lines, oldest first (``manage.py knowledge export-log``)."""
+    """The verification log as JSON lines, oldest first (``manage.py grounding export-log``)."""
     queryset = Verification.objects.select_related("domain", "reviewer").order_by("created_at", "id")
     if since is not None:
         queryset = queryset.filter(created_at__gte=since)
@@ -594,8 +594,25 @@ def verification_log_lines(*, since: Any = None) -> Iterator[str]:
 # --- The prebuilt agents (`make run`) ---------------------------------------------------------------
 
 
+@dataclass
+class AgentsLoaded:
+    created: int
+
+    def summary(self) -> str:
+        return f"grounding agents: {self.created} created"
+
+
+def grounding_agents_load_default_if_empty() -> AgentsLoaded | None:
+    """First start: load the default agents when there are none (registered in ``apps.py``; it runs
+    after the knowledge packs are loaded, since an agent whose domain is missing is skipped)."""
+    if GroundingAgent.objects.exists():
+        return None
+    return AgentsLoaded(created=grounding_agents_load_default())
+
+
 def grounding_agents_load_default() -> int:
-    """The seed's four grounding agents, as data from ``config/grounding/agents.json``."""
+    """The seed's four grounding agents, as data from ``CORTEX_GROUNDING_AGENTS``
+    (``config/grounding/agents.json``), and the grounding settings; returns how many were created."""
     path = Path(settings.CORTEX_GROUNDING_AGENTS)
     definitions = json.loads(path.read_text(encoding="utf-8"))
     GroundingSettings.current()

@@ -1,4 +1,8 @@
-"""``/v1/knowledge/``: hybrid search of the knowledge base and the verification of one claim."""
+"""``/v1/knowledge/``: hybrid search of the knowledge base.
+
+``POST /v1/knowledge/verify`` shares the prefix but not this router: it creates a verification for
+the review queue, so the app that owns verifications mounts it (``cortexweb/api.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,9 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from apps.core.auth import read_token, verify_token
-from apps.grounding import services as grounding_services
+from apps.core.auth import read_token
 from apps.knowledge import selectors
-from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut, VerificationOut, VerifyIn
+from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 
 router = Router(tags=["knowledge"])
 
@@ -19,11 +22,3 @@ router = Router(tags=["knowledge"])
 def search(request: HttpRequest, payload: KnowledgeSearchIn) -> dict[str, Any]:
     hits = selectors.knowledge_search(query=payload.query, domain=payload.domain, limit=payload.limit)
     return {"query": payload.query, "domain": payload.domain, "results": [hit.as_dict() for hit in hits]}
-
-
-@router.post(
-    "/verify", auth=verify_token, response=VerificationOut, exclude_none=True, summary="Verify a claim"
-)
-def verify(request: HttpRequest, payload: VerifyIn) -> dict[str, Any]:
-    verification = grounding_services.claim_verify(claim=payload.claim, domain=payload.domain)
-    return grounding_services.verification_result(verification=verification)

@@ -1,8 +1,8 @@
-"""In/Out schemas of /v1/knowledge/ and /v1/grounding/."""
+"""In/Out schemas of ``/v1/knowledge/search`` (``/v1/knowledge/verify``'s live with its router)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from ninja import Field, Schema
 
@@ -19,43 +19,3 @@ class KnowledgeSearchOut(Schema):
     query: str
     domain: str | None = None
     results: list[dict[str, Any]]
-
-
-class VerifyIn(StrictSchema):
-    claim: str = Field(
-        ..., max_length=2000, description="One claim, e.g. 'Passwords must be hashed with MD5'."
-    )
-    domain: str | None = Field(
-        None, max_length=64, description="Check against this domain; routed by keywords if absent."
-    )
-
-
-class VerificationOut(Schema):
-    claim: str
-    verified: bool
-    confidence: float
-    sources: list[dict[str, Any]]
-    correction: str | None = None
-    related_entries: list[str]
-    verdict: Literal["supported", "contradicted", "unverified"]
-    domain: str | None = None
-    signals: list[dict[str, str]] | None = None
-    wikidata: list[dict[str, Any]] | None = Field(None, description="Wikidata statements cited.")
-    verificationId: int
-
-
-class GroundIn(StrictSchema):
-    message: str = Field(..., max_length=20_000)
-    messageId: str | None = Field(None, max_length=200)
-    mode: Literal["automatic", "on_request", "on_detection"] | None = None
-
-
-class GroundingMessageOut(Schema):
-    type: Literal["grounding"]
-    id: str
-    original_message_id: str | None = None
-    mode: str
-    verifications: list[VerificationOut]
-    injected_knowledge: list[dict[str, str]]
-    summary: str
-    latencyMs: float

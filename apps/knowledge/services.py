@@ -425,8 +425,8 @@ class DefaultsLoaded:
 
 
 def knowledge_load_default_if_empty() -> DefaultsLoaded | None:
-    """Load ``CORTEX_KNOWLEDGE_DIR``'s packs (one folder per domain) when there is no knowledge yet,
-    then the grounding agents and settings that use them."""
+    """First start: load ``CORTEX_KNOWLEDGE_DIR``'s packs (one folder per domain) when there is no
+    knowledge yet."""
     if KnowledgeEntry.objects.exists():
         return None
     root = Path(settings.CORTEX_KNOWLEDGE_DIR)
@@ -435,9 +435,6 @@ def knowledge_load_default_if_empty() -> DefaultsLoaded | None:
         for domain_dir in sorted(p for p in root.iterdir() if p.is_dir())
         for path in pack_folder(domain_dir)
     ]
-    from apps.grounding.services import grounding_agents_load_default
-
-    grounding_agents_load_default()
     return DefaultsLoaded(imports=imports)
 
 

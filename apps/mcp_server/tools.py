@@ -28,15 +28,9 @@ from apps.connectors.schemas import PlanIn, PlanOut
 from apps.core.models import ApiToken, TokenScope
 from apps.core.schemas import StrictSchema
 from apps.grounding import services as grounding_services
+from apps.grounding.schemas import GroundIn, GroundingMessageOut, VerificationOut, VerifyIn
 from apps.knowledge import selectors as knowledge_selectors
-from apps.knowledge.schemas import (
-    GroundIn,
-    GroundingMessageOut,
-    KnowledgeSearchIn,
-    KnowledgeSearchOut,
-    VerificationOut,
-    VerifyIn,
-)
+from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 from apps.wikidata import selectors as wikidata_selectors
 from apps.wikidata import services as wikidata_services
 from apps.wikidata.schemas import FactQueryIn, FactRunOut
@@ -112,12 +106,12 @@ class ServiceMapOut(Schema):
 def _facts_query(payload: FactQueryIn, context: CallContext) -> dict[str, Any]:
     run = wikidata_services.fact_query_submit(**payload.submit_arguments())
     run = wikidata_services.fact_run_wait(run=run, timeout=payload.waitSeconds)
-    return wikidata_services.fact_run_outcome(run=run, base_url=context.base_url)
+    return wikidata_selectors.fact_run_outcome(run=run, base_url=context.base_url)
 
 
 def _facts_run(payload: FactRunIn, context: CallContext) -> dict[str, Any]:
     run = wikidata_selectors.fact_run_get(run_id=payload.runId)
-    return wikidata_services.fact_run_outcome(run=run, base_url=context.base_url)
+    return wikidata_selectors.fact_run_outcome(run=run, base_url=context.base_url)
 
 
 def _arxiv_answer(run: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ router = Router(tags=["facts"])
 
 def _status(request: HttpRequest, run: FactRun) -> Status:
     base_url = f"{request.scheme}://{request.get_host()}"
-    outcome = services.fact_run_outcome(run=run, base_url=base_url)
+    outcome = selectors.fact_run_outcome(run=run, base_url=base_url)
     return Status(202 if run.pending else 200, outcome)
 
 

@@ -61,10 +61,6 @@ from apps.wikidata.labels import labels_cached
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
 from apps.wikidata.ranking import Candidate, candidate_label_ids, candidates_rank, snak_text
 from apps.wikidata.search import entities_search, keyword_phrases
-
-# Re-exported for apps/wikidata/api.py and apps/mcp_server/tools.py, which other changes are editing
-# now; they import it from ``selectors`` once those land, and this import goes.
-from apps.wikidata.selectors import fact_run_outcome  # noqa: F401
 from apps.wikidata.sparql import SparqlResult, statement_uri, statements_provenance_query
 from apps.wikidata.statements import Snak, Statement, snak_ids, usable_statements
 

@@ -329,16 +329,16 @@ def test_bad_ground_input(verify_client: Client) -> None:
 
 def test_cli_verify_prints_the_verdict_or_one_json_object(pack: None) -> None:
     out = StringIO()
-    call_command("knowledge", "verify", "Passwords should be stored using MD5.", stdout=out)
+    call_command("grounding", "verify", "Passwords should be stored using MD5.", stdout=out)
     assert out.getvalue().startswith("verdict: contradicted") and "correction:" in out.getvalue()
     out = StringIO()
     call_command(
-        "knowledge", "verify", "Binary search is O(log n).", "--domain", "performance", "--json", stdout=out
+        "grounding", "verify", "Binary search is O(log n).", "--domain", "performance", "--json", stdout=out
     )
     result = json.loads(out.getvalue())
     assert result["claim"] == "Binary search is O(log n)." and result["domain"] == "performance"
     with pytest.raises(CommandError, match="claim is empty"):
-        call_command("knowledge", "verify", "  ")
+        call_command("grounding", "verify", "  ")
 
 
 def test_the_verification_log_exports_as_json_lines(pack: None, tmp_path: Path) -> None:
@@ -346,7 +346,7 @@ def test_the_verification_log_exports_as_json_lines(pack: None, tmp_path: Path) 
     services.claim_verify(claim="Binary search is O(log n).")
     target = tmp_path / "log.jsonl"
     out = StringIO()
-    call_command("knowledge", "export-log", "--output", str(target), stdout=out)
+    call_command("grounding", "export-log", "--output", str(target), stdout=out)
     lines = [json.loads(line) for line in target.read_text().splitlines()]
     assert [line["claim"] for line in lines] == [
         "Passwords should be stored using MD5.",

@@ -31,8 +31,8 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils.module_loading import import_string
 
+from apps.core.default_data import default_data_load
 from apps.core.services import superuser_ensure
 
 PR_SET_PDEATHSIG = 1
@@ -111,10 +111,8 @@ class Command(BaseCommand):
             password_file=settings.CORTEX_DATA_DIR / "admin-credentials.txt",
         )
         self._admin_note = credentials
-        for loader_path in settings.CORTEX_DEFAULT_DATA_LOADERS:
-            loaded = import_string(loader_path)()
-            if loaded is not None:
-                self._say(f"loaded default data ({loader_path}): {loaded.summary()}")
+        for loader, loaded in default_data_load():
+            self._say(f"loaded default data ({loader}): {loaded.summary()}")
         # Metric files of a previous run describe dead processes.
         shutil.rmtree(settings.PROMETHEUS_MULTIPROC_DIR, ignore_errors=True)
         Path(settings.PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)

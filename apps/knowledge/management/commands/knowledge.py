@@ -1,20 +1,19 @@
-"""``manage.py knowledge add|update|search|verify|export-log`` — the seed's knowledge CLI."""
+"""``manage.py knowledge add|update|search`` — the seed's knowledge CLI (claims are verified by the
+app that owns verifications: see the README)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.commands import ActionCommand
-from apps.grounding import services as grounding_services
 from apps.knowledge import selectors, services
 
 
 class Command(ActionCommand):
-    help = "Add knowledge to a domain, re-embed changes, search, verify a claim, export the verification log"
+    help = "Add knowledge to a domain, re-embed changes, search"
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -30,17 +29,6 @@ class Command(ActionCommand):
         search.add_argument("query")
         search.add_argument("--domain")
         search.add_argument("--limit", type=int, default=5)
-        verify = actions.add_parser("verify", help="Verify one claim (stored in the verification log).")
-        verify.add_argument("claim")
-        verify.add_argument("--domain")
-        verify.add_argument(
-            "--json",
-            dest="as_json",
-            action="store_true",
-            help="Print the verification result as one JSON object.",
-        )
-        export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
-        export.add_argument("--output", "-o", help="File to write (default: standard output).")
 
     def _progress(self, done: int, total: int) -> None:
         if total < 20 or not sys.stderr.isatty():
@@ -74,28 +62,3 @@ class Command(ActionCommand):
             )
             self.stdout.write(f"    {entry.content}")
             self.stdout.write(f"    source: {entry.source}{'  ' + entry.url if entry.url else ''}")
-
-    def _verify(self, claim: str, domain: str | None = None, as_json: bool = False, **_) -> None:
-        verification = grounding_services.claim_verify(claim=claim, domain=domain)
-        result = grounding_services.verification_result(verification=verification)
-        if as_json:
-            self.stdout.write(json.dumps(result, ensure_ascii=False))
-            return
-        self.stdout.write(
-            f"verdict: {result['verdict']} (confidence {result['confidence']:.2f}, domain {result['domain']})"
-        )
-        for source in result["sources"]:
-            relevance = f"relevance {source['relevance']:.2f}"
-            self.stdout.write(f"  source {source['entry_id']} ({relevance}): {source['content_excerpt']}")
-        if result.get("correction"):
-            self.stdout.write(f"correction: {result['correction']}")
-
-    def _export_log(self, output: str | None = None, **_) -> None:
-        lines = grounding_services.verification_log_lines()
-        if output:
-            with Path(output).open("w", encoding="utf-8") as handle:
-                count = sum(1 for line in lines if handle.write(line + "\n"))
-            self.stdout.write(f"{count} verifications written to {output}")
-        else:
-            for line in lines:
-                self.stdout.write(line)

@@ -1,0 +1,57 @@
+"""``manage.py grounding verify|export-log`` — the seed's verification CLI.
+
+These were ``manage.py knowledge verify|export-log`` before verification moved to this app.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import CommandParser
+
+from apps.core.commands import ActionCommand
+from apps.grounding import services
+
+
+class Command(ActionCommand):
+    help = "Verify a claim against the knowledge base, export the verification log"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        verify = actions.add_parser("verify", help="Verify one claim (stored in the verification log).")
+        verify.add_argument("claim")
+        verify.add_argument("--domain")
+        verify.add_argument(
+            "--json",
+            dest="as_json",
+            action="store_true",
+            help="Print the verification result as one JSON object.",
+        )
+        export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
+        export.add_argument("--output", "-o", help="File to write (default: standard output).")
+
+    def _verify(self, claim: str, domain: str | None = None, as_json: bool = False, **_) -> None:
+        verification = services.claim_verify(claim=claim, domain=domain)
+        result = services.verification_result(verification=verification)
+        if as_json:
+            self.stdout.write(json.dumps(result, ensure_ascii=False))
+            return
+        self.stdout.write(
+            f"verdict: {result['verdict']} (confidence {result['confidence']:.2f}, domain {result['domain']})"
+        )
+        for source in result["sources"]:
+            relevance = f"relevance {source['relevance']:.2f}"
+            self.stdout.write(f"  source {source['entry_id']} ({relevance}): {source['content_excerpt']}")
+        if result.get("correction"):
+            self.stdout.write(f"correction: {result['correction']}")
+
+    def _export_log(self, output: str | None = None, **_) -> None:
+        lines = services.verification_log_lines()
+        if output:
+            with Path(output).open("w", encoding="utf-8") as handle:
+                count = sum(1 for line in lines if handle.write(line + "\n"))
+            self.stdout.write(f"{count} verifications written to {output}")
+        else:
+            for line in lines:
+                self.stdout.write(line)
