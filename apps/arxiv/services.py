@@ -35,13 +35,12 @@ from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
 from apps.core.retries import RetryPolicy, call_with_retries
 from apps.core.runs import (
     RunSuperseded,
-    run_claim,
     run_deadline_start,
     run_enqueue,
+    run_execute,
     run_failure,
     run_fence,
     run_finish,
-    run_heartbeat,
 )
 from apps.core.services import event_emit, row_wait
 from apps.core.signing import canonical_json
@@ -213,16 +212,12 @@ def search_run_execute(*, run_id: str) -> SearchRun:
     A finished run, or one another worker is executing, is left as it is; a run whose worker was
     lost is executed again (papers are upserted by arXiv id and linked once per run).
     """
-    run = run_claim(model=SearchRun, run_id=run_id)
-    if run is None:
-        return SearchRun.objects.get(pk=run_id)
+    return run_execute(model=SearchRun, run_id=run_id, execute=_execute, on_claim=_announce_start)
+
+
+def _announce_start(run: SearchRun) -> None:
     if run.executions == 1:  # a re-execution is announced by the sweep's runs.requeued instead
         event_emit(name="arxiv.tool.started", payload=_event_payload(run))
-    with run_heartbeat(run=run):
-        try:
-            return _execute(run)
-        except RunSuperseded:  # this worker stalled past its heartbeat; another one owns the run now
-            return SearchRun.objects.get(pk=run_id)
 
 
 def _execute(run: SearchRun) -> SearchRun:

@@ -117,7 +117,7 @@ class TrackedRun(models.Model):
         null=True, blank=True, help_text="Last sign of life from the worker executing the run."
     )
     enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the run was last handed to the queue."
+        null=True, blank=True, default=timezone.now, help_text="When the run was last handed to the queue."
     )
     error = models.TextField(blank=True)
     error_type = models.CharField(max_length=64, blank=True)

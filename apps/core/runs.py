@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -43,8 +43,8 @@ WORKER_LOST = "worker_lost"
 
 
 def run_enqueue(*, run: TrackedRun) -> None:
-    """Hand ``run`` to its task once the transaction that created it commits."""
-    type(run)._default_manager.filter(pk=run.pk).update(enqueued_at=timezone.now())
+    """Hand ``run`` to its task once the transaction that created it commits (its ``enqueued_at``
+    is its creation time; the sweep re-sends it if no worker claims it within the redelivery time)."""
     _send_after_commit(run)
 
 
@@ -64,6 +64,24 @@ def run_claim(*, model: type[RunT], run_id: str) -> RunT | None:
         run.error, run.error_type = "", ""
         run.save(update_fields=["status", "started_at", "heartbeat_at", "executions", "error", "error_type"])
     return run
+
+
+def run_execute(
+    *, model: type[RunT], run_id: str, execute: Callable[[RunT], RunT], on_claim: Callable[[RunT], None]
+) -> RunT:
+    """Execute a run under the lifecycle: claim it (a finished run, or one another worker beats
+    for, is returned as it is), ``on_claim`` (reset what an earlier execution left, announce the
+    start), then ``execute`` while a thread beats; an execution superseded meanwhile writes nothing
+    and returns the run as its new owner left it."""
+    run = run_claim(model=model, run_id=run_id)
+    if run is None:
+        return model._default_manager.get(pk=run_id)
+    on_claim(run)
+    with run_heartbeat(run=run):
+        try:
+            return execute(run)
+        except RunSuperseded:  # this worker stalled past its heartbeat; another one owns the run now
+            return model._default_manager.get(pk=run_id)
 
 
 @contextlib.contextmanager
@@ -127,22 +145,26 @@ def run_fence(*, run: TrackedRun) -> Iterator[None]:
 
 def run_finish(*, run: TrackedRun, duration_seconds: float, **fields: Any) -> bool:
     """Save the run's outcome; False (nothing written) when this execution was superseded — the
-    sweep handed the run to another worker, whose result stands."""
-    try:
-        with run_fence(run=run):
-            _finish_fields(run, duration_seconds, fields)
-    except RunSuperseded:
-        return False
-    return True
-
-
-def _finish_fields(run: TrackedRun, duration_seconds: float, fields: dict[str, Any]) -> None:
+    sweep handed the run to another worker, whose result stands. One conditional UPDATE: the
+    execution number in its WHERE clause is the fence."""
     for name, value in fields.items():
         setattr(run, name, value)
     run.finished_at = timezone.now()
     run.heartbeat_at = None
     run.duration_ms = round(duration_seconds * 1000, 1)
-    run.save()
+    values = {
+        field.attname: getattr(run, field.attname)
+        for field in run._meta.concrete_fields
+        if not field.primary_key
+    }
+    written = (
+        type(run)
+        ._default_manager.filter(pk=run.pk, executions=run.executions, status=RunStatus.RUNNING)
+        .update(**values)
+    )
+    if not written:
+        logger.warning("run.superseded", run_id=str(run.pk), execution=run.executions)
+    return bool(written)
 
 
 _ERROR_CODES = {WORKER_LOST: "worker_lost", "internal": "internal_error", "rate_limited": "rate_limited"}

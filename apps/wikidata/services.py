@@ -45,13 +45,11 @@ from apps.connectors.planner import plan_create
 from apps.core.errors import ApplicationError, RateLimited, UpstreamError, error_type
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.runs import (
-    RunSuperseded,
-    run_claim,
     run_deadline_start,
     run_enqueue,
+    run_execute,
     run_fence,
     run_finish,
-    run_heartbeat,
 )
 from apps.core.services import event_emit, row_wait
 from apps.core.tracing import get_tracer
@@ -210,16 +208,13 @@ def fact_run_execute(*, run_id: str) -> FactRun:
     A finished run, or one another worker is executing, is left as it is; a run whose worker was
     lost starts over (its facts are upserted on (run, statement GUID), so nothing is duplicated).
     """
-    run = run_claim(model=FactRun, run_id=run_id)
-    if run is None:
-        return FactRun.objects.get(pk=run_id)
-    run.steps, run.degraded, run.degraded_reason, run.knowledge = [], False, "", []
-    run.save(update_fields=["steps", "degraded", "degraded_reason", "knowledge"])
-    with run_heartbeat(run=run):
-        try:
-            return _execute(run)
-        except RunSuperseded:  # this worker stalled past its heartbeat; another one owns the run now
-            return FactRun.objects.get(pk=run_id)
+    return run_execute(model=FactRun, run_id=run_id, execute=_execute, on_claim=_forget_earlier_execution)
+
+
+def _forget_earlier_execution(run: FactRun) -> None:
+    if run.executions > 1:  # a lost worker's steps and answers; a first execution has none
+        run.steps, run.degraded, run.degraded_reason, run.knowledge = [], False, "", []
+        run.save(update_fields=["steps", "degraded", "degraded_reason", "knowledge"])
 
 
 def _execute(run: FactRun) -> FactRun:
@@ -442,7 +437,8 @@ def _facts_replace(run: FactRun, facts: list[Fact]) -> None:
     """The run's facts become ``facts``, while this execution still owns the run: one INSERT … ON
     CONFLICT (run, claim_guid) DO UPDATE, and facts an earlier, lost execution left are removed."""
     with run_fence(run=run):
-        run.facts.exclude(claim_guid__in=[fact.claim_guid for fact in facts]).delete()
+        if run.executions > 1:  # only a re-execution can find facts it did not write
+            run.facts.exclude(claim_guid__in=[fact.claim_guid for fact in facts]).delete()
         if facts:
             Fact.objects.bulk_create(
                 facts,

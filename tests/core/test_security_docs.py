@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from apps.core import security
+from apps.core.generated_docs import MarkersMissing
 from apps.core.security import BEGIN, END, security_docs_generated, security_docs_render
 
 DOCS_PAGE = Path(settings.BASE_DIR) / "docs" / "security.md"
@@ -48,7 +49,7 @@ def test_generation_is_deterministic_and_keeps_the_prose() -> None:
 
 
 def test_a_page_without_markers_is_refused() -> None:
-    with pytest.raises(security.MarkersMissing):
+    with pytest.raises(MarkersMissing):
         security_docs_render("# no markers here\n")
 
 
@@ -57,7 +58,7 @@ def test_check_fails_on_a_stale_page(tmp_path, monkeypatch) -> None:
 
     stale = tmp_path / "security.md"
     stale.write_text(f"prose\n{BEGIN}\nold table\n{END}\n", encoding="utf-8")
-    monkeypatch.setattr(security_docs, "DOCS_PAGE", stale)
+    monkeypatch.setattr(security_docs.Command, "page", stale)
     with pytest.raises(CommandError, match="out of date"):
         call_command("security_docs", "--check")
     call_command("security_docs")

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from apps.mcp_server import docs
+from apps.core.generated_docs import MarkersMissing
 from apps.mcp_server.docs import BEGIN, END, mcp_docs_generated, mcp_docs_render
 from apps.mcp_server.services import GROUND_ANSWER, RESOURCE_TEMPLATES, mcp_resources_list
 from apps.mcp_server.tools import CORTEX_TOOLS
@@ -42,7 +42,7 @@ def test_generation_is_deterministic_and_keeps_the_prose() -> None:
 
 
 def test_a_page_without_markers_is_refused() -> None:
-    with pytest.raises(docs.MarkersMissing):
+    with pytest.raises(MarkersMissing):
         mcp_docs_render("# no markers here\n")
 
 
@@ -51,7 +51,7 @@ def test_check_fails_on_a_stale_page(tmp_path, monkeypatch) -> None:
 
     stale = tmp_path / "mcp.md"
     stale.write_text(f"prose\n{BEGIN}\nold list\n{END}\n", encoding="utf-8")
-    monkeypatch.setattr(mcp_docs, "DOCS_PAGE", stale)
+    monkeypatch.setattr(mcp_docs.Command, "page", stale)
     with pytest.raises(CommandError, match="out of date"):
         call_command("mcp_docs", "--check")
     call_command("mcp_docs")
