@@ -184,28 +184,34 @@ def permitted_addresses(host: str, port: int) -> list[str]:
 def url_refusal(url: str) -> str | None:
     """Why an endpoint URL would be refused, for a form or manifest error; ``None`` when it is not.
 
-    A host that does not resolve now is not refused here (it is checked again on every
-    connection); a host that resolves to a refused address is.
+    Decided from the URL alone, so that a manifest is valid or not whatever the machine and its
+    DNS (and validating one costs no lookups): a literal address in a refused range, or a
+    ``localhost`` name. Every other name is checked when connecting, on every connection, where a
+    name that resolves to a refused address is refused with the same reason.
     """
     try:
         parts = urlsplit(str(url))
         host = parts.hostname
-        port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return None  # the URL validator reports malformed URLs
     if not host or host_allowed(host):
         return None
-    try:
-        permitted_addresses(host, port)
-    except OutboundRefused as refused:
-        shown = "" if _literal(host) is not None else f" (it resolves to {refused.address})"
-        return (
-            f"{host!r}{shown} is {refused.category}; "
-            f"CortexWeb does not send requests there unless {ALLOW_SETTINGS} allows it."
-        )
-    except (OSError, UnicodeError):
+    literal = _literal(host)
+    if literal is not None:
+        category = address_refusal(literal)
+        address = str(literal)
+    elif host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost"):
+        address = "127.0.0.1"  # RFC 6761: localhost names are always loopback
+        category = address_refusal(ipaddress.ip_address(address))
+    else:
         return None
-    return None
+    if category is None:
+        return None
+    shown = "" if literal is not None else f" (it resolves to {address})"
+    return (
+        f"{host!r}{shown} is {category}; "
+        f"CortexWeb does not send requests there unless {ALLOW_SETTINGS} allows it."
+    )
 
 
 # --- Network backends: the request-time check, at the moment of connecting -----------------------

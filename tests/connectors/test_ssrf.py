@@ -247,7 +247,7 @@ REFUSED_ENDPOINTS = [
         "http://[::ffff:10.0.0.1]/mcp",
         "'::ffff:10.0.0.1' is a private address embedded in the IPv6 address ::ffff:a00:1",
     ),
-    ("https://mcp.internal.test/mcp", "'mcp.internal.test' (it resolves to 127.0.0.1) is a loopback address"),
+    ("https://mcp.localhost/mcp", "'mcp.localhost' (it resolves to 127.0.0.1) is a loopback address"),
 ]
 ALLOWING = ["127.0.0.0/8", "::1/128", "10.0.0.0/8", "169.254.169.254/32"]
 
