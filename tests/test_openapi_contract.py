@@ -12,7 +12,9 @@ counts of every check over more examples.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -24,7 +26,10 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi import checks as openapi_checks
 
+from apps.connectors.services import manifest_import
 from apps.core.models import TokenScope
+
+DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / "config" / "connectors.manifest.json"
 
 ENFORCED = [
     schemathesis.checks.not_a_server_error,
@@ -62,6 +67,8 @@ def resource_schema(wsgi_application):
 
 @pytest.fixture
 def admin_token(make_token, settings) -> str:
+    # Answers carry real rows: the default connectors and tools (the registry `make run` loads).
+    manifest_import(data=json.loads(DEFAULT_MANIFEST.read_text(encoding="utf-8")), actor="tests")
     # Upstream work must not wait on a worker these tests do not run: answer 202 at once.
     settings.ARXIV_WAIT_SECONDS = 0
     settings.CORTEX_TOKEN_REQUESTS_PER_MINUTE = 0  # thousands of requests from one token

@@ -48,6 +48,7 @@ class RemoteToolSerializer(serializers.ModelSerializer):
     )
 
     class Meta:
+        read_back = ("aliases",)  # write-only, yet in every answer (to_representation): OpenAPI says so
         model = RemoteTool
         fields = [
             "name",

@@ -147,6 +147,13 @@ class ErrorDocumentingAutoSchema(AutoSchema):
             return _json_schema_of(returns)
         return super().map_field(field)
 
+    def map_serializer(self, serializer: Any) -> dict[str, Any]:
+        result = super().map_serializer(serializer)
+        # Write-only fields that to_representation reads back (Meta.read_back) are in answers too.
+        for name in getattr(getattr(serializer, "Meta", None), "read_back", ()):
+            result["properties"].get(name, {}).pop("writeOnly", None)
+        return result
+
     def map_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
         super().map_field_validators(field, schema)
         if isinstance(field, serializers.URLField):
