@@ -119,3 +119,4 @@ api.add_router("/knowledge", "apps.knowledge.api.router")
 # POST /v1/knowledge/verify creates a verification for the review queue: grounding's, under its old URL.
 api.add_router("/knowledge", "apps.grounding.api.knowledge_router")
 api.add_router("/grounding", "apps.grounding.api.router")
+api.add_router("/memory", "apps.memory.api.router")

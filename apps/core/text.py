@@ -15,6 +15,14 @@ from typing import Any
 from apps.core.errors import ValidationFailed
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# A sentence ends at . ! or ? before a capital, digit or quote; a line break (with its list marker)
+# ends one too.
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+\s*(?:[-*•]\s+|\d+[.)]\s+)?")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (and its list items), stripped, empty ones dropped."""
+    return [s.strip(" -*•\t") for s in _SENTENCE_RE.split(text or "") if s and s.strip(" -*•\t")]
 
 
 def text_problem(value: str) -> str | None:

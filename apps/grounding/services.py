@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from apps.core.errors import ValidationFailed
 from apps.core.logging import get_logger
+from apps.core.text import sentences
 from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.grounding.contradictions import contradiction_signals, unstated_details
 from apps.grounding.models import (
@@ -62,14 +63,9 @@ RELATED_SIMILARITY = 0.45  # below: the knowledge base does not talk about this
 CONTRADICTION_MARGIN = 0.05  # disagreeing evidence must be this close to the best evidence
 WIKIDATA_CONTRADICTION_SIMILARITY = 0.7  # a Wikidata statement this close to the claim says what is true
 EXCERPT_CHARS = 300
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+\s*(?:[-*•]\s+|\d+[.)]\s+)?")
 
 
 # --- Claims and routing ------------------------------------------------------------------------
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip(" -*•\t") for s in _SENTENCE_RE.split(text or "") if s and s.strip(" -*•\t")]
 
 
 def _compiled(patterns: Sequence[str]) -> list[re.Pattern[str]]:

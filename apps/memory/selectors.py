@@ -1,0 +1,263 @@
+"""Memory reads: ``ask`` (Semem's weighted relevance over pgvector candidates), one memory, its
+supersession chain, and the memories of a scope for export.
+
+Relevance (seed 004, ``MemoryDomainManager.calculateRelevance``) = Σ weight × component, each
+component in [0, 1]:
+
+- **semantic**: cosine similarity of the question and the memory (negative similarity counts 0);
+- **temporal**: ``decay_factor · exp(−λ · age in days)`` (age since the memory was told);
+- **domain**: 1 when the question names the memory's domain; otherwise the share of the question's
+  concepts the memory also has;
+- **frequency**: ``min(1, log1p(access_count) / log1p(saturation)) · importance``.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from apps.core.errors import NotFound, ValidationFailed
+from apps.embeddings.fields import hnsw_filtered_scan
+from apps.embeddings.services import embed_text
+from apps.memory.models import Memory, MemorySettings
+from apps.memory.services import Scope
+from apps.memory.text import concepts_extract
+
+COMPONENTS = ("domain", "temporal", "semantic", "frequency")
+MAX_LIMIT = 50
+# pgvector candidates per ask: the nearest by meaning, re-ranked by the four components.
+MIN_CANDIDATES = 50
+CANDIDATES_PER_RESULT = 5
+SECONDS_PER_DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    memory: Memory
+    relevance: float
+    components: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **memory_as_dict(self.memory),
+            "relevance": round(self.relevance, 6),
+            "scores": {name: round(value, 6) for name, value in self.components.items()},
+        }
+
+
+def weights_check(weights: dict[str, float] | None, config: MemorySettings) -> dict[str, float]:
+    """The weights ``ask`` uses: the admin's, or the caller's when given (all four, summing to 1)."""
+    if weights is None:
+        return config.weights
+    missing = [name for name in COMPONENTS if name not in weights]
+    unknown = sorted(set(weights) - set(COMPONENTS))
+    if missing or unknown:
+        raise ValidationFailed(
+            "weights must name exactly domain, temporal, semantic and frequency.",
+            details={"field": "weights", "missing": missing, "unknown": unknown},
+        )
+    if any(not 0.0 <= weights[name] <= 1.0 for name in COMPONENTS):
+        raise ValidationFailed("Each weight must be 0 to 1.", details={"field": "weights"})
+    total = sum(weights[name] for name in COMPONENTS)
+    if abs(total - 1.0) > 1e-6:
+        raise ValidationFailed(
+            f"weights must sum to 1; these sum to {total:.4f}.", details={"field": "weights", "sum": total}
+        )
+    return {name: float(weights[name]) for name in COMPONENTS}
+
+
+def relevance_components(
+    *,
+    memory: Memory,
+    similarity: float,
+    question_concepts: Sequence[str],
+    domain: str | None,
+    config: MemorySettings,
+    now: datetime,
+) -> dict[str, float]:
+    """The four components of ``memory``'s relevance (see the module docstring)."""
+    age_days = max((now - memory.created_at).total_seconds(), 0.0) / SECONDS_PER_DAY
+    if domain and memory.domain == domain:
+        domain_match = 1.0
+    elif question_concepts:
+        domain_match = len(set(question_concepts) & set(memory.concepts)) / len(set(question_concepts))
+    else:
+        domain_match = 0.0
+    frequency = min(1.0, math.log1p(memory.access_count) / math.log1p(config.frequency_saturation))
+    return {
+        "domain": domain_match,
+        "temporal": memory.decay_factor * math.exp(-config.temporal_lambda_per_day * age_days),
+        "semantic": min(max(similarity, 0.0), 1.0),
+        "frequency": frequency * memory.importance,
+    }
+
+
+def visible_memories(*, scope: Scope, domain: str | None) -> QuerySet[Memory]:
+    """What ``scope`` may read: its own memories, plus those an operator shared in ``domain``."""
+    condition = scope.own()
+    if domain:
+        condition |= Q(shared=True, domain=domain)
+    return Memory.objects.filter(condition)
+
+
+def memory_ask(
+    *,
+    scope: Scope,
+    question: str,
+    domain: str | None = None,
+    limit: int = 10,
+    threshold: float | None = None,
+    include_superseded: bool = False,
+    weights: dict[str, float] | None = None,
+    memory_type: str | None = None,
+) -> list[ScoredMemory]:
+    """The memories of ``scope`` relevant to ``question``, best first, at or above ``threshold``.
+
+    Candidates are the nearest memories by embedding (a filtered HNSW scan in strict order, so the
+    scope's filter never makes it come back short), re-ranked by relevance. Reinforcing what was
+    found is the caller's decision (``services.memories_reinforce``): an operator browsing must not
+    change what agents are shown.
+    """
+    text = " ".join((question or "").split())
+    if len(text) < 2:
+        raise ValidationFailed("The question must hold at least 2 characters.", details={"field": "question"})
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.", details={"field": "limit"})
+    config = MemorySettings.current()
+    threshold = config.relevance_threshold if threshold is None else threshold
+    if not 0.0 <= threshold <= 1.0:
+        raise ValidationFailed("threshold must be 0 to 1.", details={"field": "threshold"})
+    chosen_weights = weights_check(weights, config)
+    memories = visible_memories(scope=scope, domain=domain).live()
+    if not include_superseded:
+        memories = memories.current()
+    if memory_type:
+        memories = memories.filter(type=memory_type)
+    return memories_rank(
+        memories=memories,
+        question=text,
+        domain=domain,
+        limit=limit,
+        threshold=threshold,
+        weights=chosen_weights,
+        config=config,
+    )
+
+
+def memories_rank(
+    *,
+    memories: QuerySet[Memory],
+    question: str,
+    domain: str | None,
+    limit: int,
+    threshold: float,
+    weights: dict[str, float],
+    config: MemorySettings,
+) -> list[ScoredMemory]:
+    """``memories`` ranked for ``question`` (the part of ``ask`` the operators' page shares)."""
+    vector = embed_text(text=question)
+    candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * limit)
+    with hnsw_filtered_scan():
+        found = list(
+            memories.select_related("token")
+            .defer("embedding")
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance")[:candidates]
+        )
+    question_concepts = concepts_extract(question)
+    now = timezone.now()
+    scored = []
+    for memory in found:
+        components = relevance_components(
+            memory=memory,
+            similarity=1.0 - float(memory.distance),  # type: ignore[attr-defined]
+            question_concepts=question_concepts,
+            domain=domain,
+            config=config,
+            now=now,
+        )
+        relevance = sum(weights[name] * components[name] for name in COMPONENTS)
+        if relevance >= threshold:
+            scored.append(ScoredMemory(memory, relevance, components))
+    scored.sort(key=lambda hit: (-hit.relevance, -hit.components["semantic"], str(hit.memory.id)))
+    return scored[:limit]
+
+
+# --- One memory ---------------------------------------------------------------------------------
+
+
+def memory_as_dict(memory: Memory) -> dict[str, Any]:
+    """A memory as agents read it (REST, MCP, export of one)."""
+    return {
+        "id": str(memory.id),
+        "content": memory.content,
+        "domain": memory.domain or None,
+        "type": memory.type,
+        "concepts": memory.concepts,
+        "metadata": memory.metadata,
+        "importance": memory.importance,
+        "accessCount": memory.access_count,
+        "lastAccessedAt": _iso(memory.last_accessed_at),
+        "decayFactor": round(memory.decay_factor, 6),
+        "createdAt": _iso(memory.created_at),
+        "expiresAt": _iso(memory.expires_at),
+        "pinned": memory.pinned,
+        "validFrom": _iso(memory.valid_from),
+        "validUntil": _iso(memory.valid_until),
+        "supersededBy": str(memory.superseded_by_id) if memory.superseded_by_id else None,
+        "agent": memory.agent or None,
+        "session": memory.session or None,
+        "shared": memory.shared,
+        "chunk": {"group": str(memory.chunk_group), "index": memory.chunk_index}
+        if memory.chunk_group
+        else None,
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def memory_get(*, scope: Scope, memory_id: uuid.UUID) -> Memory:
+    """A memory ``scope``'s token told, or one an operator shared; ``NotFound`` otherwise."""
+    memory = (
+        Memory.objects.defer("embedding").filter(Q(token=scope.token) | Q(shared=True), id=memory_id).first()
+    )
+    if memory is None:
+        raise NotFound(f"No memory {memory_id} among this token's memories.", details={"id": str(memory_id)})
+    return memory
+
+
+def supersession_chain(*, memory: Memory, max_length: int = 100) -> list[Memory]:
+    """The memories ``memory`` replaced and those that replaced it, oldest first (same token only)."""
+    chain = [memory]
+    older = memory
+    while len(chain) < max_length:
+        previous = (
+            Memory.objects.defer("embedding").filter(superseded_by=older, token_id=memory.token_id).first()
+        )
+        if previous is None or previous in chain:
+            break
+        chain.insert(0, previous)
+        older = previous
+    newer = memory
+    while newer.superseded_by_id and len(chain) < max_length:
+        successor = Memory.objects.defer("embedding").filter(pk=newer.superseded_by_id).first()
+        if successor is None or successor in chain:
+            break
+        chain.append(successor)
+        newer = successor
+    return chain
+
+
+def memory_detail(*, memory: Memory) -> dict[str, Any]:
+    """A memory with its supersession chain (ids, oldest first)."""
+    return {**memory_as_dict(memory), "chain": [str(m.id) for m in supersession_chain(memory=memory)]}

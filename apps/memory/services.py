@@ -1,0 +1,437 @@
+"""Memory writes: ``tell`` (store, reinforce a near-duplicate, supersede), ``forget``, pin, token
+rotation, and the lifecycle Celery beat runs (decay, promotion, expiry).
+
+Reads (``ask``, a memory, its chain) live in ``selectors``. Every write here is scoped: the caller's
+token is the owner; a memory of another token is "not found", never "forbidden", so ids do not leak.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Greatest, Least
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.logging import get_logger
+from apps.core.models import ApiToken
+from apps.embeddings.fields import hnsw_filtered_scan
+from apps.embeddings.services import embed_texts
+from apps.memory.models import Memory, MemoryAccess, MemorySettings, MemoryType
+from apps.memory.text import concepts_extract, content_chunks
+
+logger = get_logger(__name__)
+
+MAX_BATCH = 500
+MAX_CONTENT_CHARS = 200_000
+LIFECYCLE_BATCH = 5000
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose memories: a token and, inside it, an optional agent and session namespace."""
+
+    token: ApiToken
+    agent: str = ""
+    session: str = ""
+
+    def own(self) -> Q:
+        """The memories this scope told (agent and session narrow it only when given)."""
+        condition = Q(token=self.token)
+        if self.agent:
+            condition &= Q(agent=self.agent)
+        if self.session:
+            condition &= Q(session=self.session)
+        return condition
+
+
+@dataclass
+class TellItem:
+    content: str
+    domain: str = ""
+    type: str = MemoryType.SHORT_TERM
+    metadata: dict[str, Any] = field(default_factory=dict)
+    ttl_seconds: int | None = None
+    pinned: bool = False
+    importance: float = 0.5
+    supersedes: uuid.UUID | None = None
+
+
+@dataclass
+class _Chunk:
+    item_index: int
+    chunk_index: int
+    text: str
+    vector: np.ndarray
+    concepts: list[str]
+    memory_id: uuid.UUID | None = None
+    reinforced: bool = False
+
+
+def memory_tell(*, scope: Scope, items: Sequence[TellItem]) -> list[dict[str, Any]]:
+    """Store ``items`` (one or a batch of up to 500) in ``scope``, in one transaction.
+
+    Each content is chunked (over 8,000 characters, at sentence boundaries), embedded and given
+    concepts. A chunk within ``duplicate_similarity`` of a current memory of the same scope and
+    domain (or of an earlier chunk of this call) reinforces that memory instead of being stored.
+    ``supersedes`` closes the named memory's validity and links it to the new one. Nothing is
+    stored when any item is refused.
+    """
+    if not items:
+        raise ValidationFailed("Tell at least one memory.", details={"field": "items"})
+    if len(items) > MAX_BATCH:
+        raise ValidationFailed(
+            f"A batch holds at most {MAX_BATCH} memories; this one has {len(items)}.",
+            details={"field": "items", "max": MAX_BATCH},
+        )
+    config = MemorySettings.current()
+    chunks: list[_Chunk] = []
+    texts: list[str] = []
+    for item_index, item in enumerate(items):
+        _item_check(item, item_index, batch=len(items) > 1)
+        for chunk_index, text in enumerate(content_chunks(item.content)):
+            texts.append(text)
+            chunks.append(_Chunk(item_index, chunk_index, text, np.zeros(0), concepts_extract(text)))
+    # The model runs before the transaction: no lock is held while it computes.
+    for chunk, vector in zip(chunks, embed_texts(texts=texts), strict=True):
+        chunk.vector = vector
+    now = timezone.now()
+    with transaction.atomic():
+        _scope_lock(scope)
+        superseded = _superseded_lock(scope, items)
+        new_rows = _chunks_place(scope, items, chunks, config, now)
+        Memory.objects.bulk_create(new_rows)
+        reinforced = [chunk.memory_id for chunk in chunks if chunk.reinforced]
+        if reinforced:
+            _reinforce(ids=reinforced, config=config, now=now)
+        _supersede(items, chunks, superseded, now)
+    results = [
+        _tell_result(item, [c for c in chunks if c.item_index == index]) for index, item in enumerate(items)
+    ]
+    logger.info(
+        "memory.told",
+        token_id=scope.token.pk,
+        items=len(items),
+        stored=len(new_rows),
+        reinforced=len(reinforced),
+    )
+    return results
+
+
+def _item_check(item: TellItem, index: int, *, batch: bool) -> None:
+    where = f"items[{index}]." if batch else ""
+    if not item.content or not item.content.strip():
+        raise ValidationFailed("content must hold some text.", details={"field": f"{where}content"})
+    if len(item.content) > MAX_CONTENT_CHARS:
+        raise ValidationFailed(
+            f"content holds {len(item.content)} characters; at most {MAX_CONTENT_CHARS} are accepted "
+            "(split it into several memories).",
+            details={"field": f"{where}content", "max": MAX_CONTENT_CHARS},
+        )
+    if item.ttl_seconds is not None and item.ttl_seconds <= 0:
+        raise ValidationFailed("ttlSeconds must be positive.", details={"field": f"{where}ttlSeconds"})
+    if not 0.0 <= item.importance <= 1.0:
+        raise ValidationFailed("importance must be 0 to 1.", details={"field": f"{where}importance"})
+
+
+def _scope_lock(scope: Scope) -> None:
+    """Serialise tells of one token (until the transaction ends), so two concurrent tells of the same
+    fact cannot both miss each other and store two copies."""
+    key = int.from_bytes(
+        hashlib.sha256(f"memory-scope:{scope.token.pk}".encode()).digest()[:8], "big", signed=True
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def _superseded_lock(scope: Scope, items: Sequence[TellItem]) -> dict[uuid.UUID, Memory]:
+    wanted = {item.supersedes for item in items if item.supersedes}
+    if not wanted:
+        return {}
+    found = {m.id: m for m in Memory.objects.select_for_update().filter(Q(token=scope.token), id__in=wanted)}
+    for memory_id in wanted:
+        memory = found.get(memory_id)
+        if memory is None:
+            raise NotFound(
+                f"No memory {memory_id} in this token's memories to supersede.",
+                details={"field": "supersedes", "id": str(memory_id)},
+            )
+        if memory.valid_until is not None:
+            raise Conflict(
+                f"Memory {memory_id} was already superseded"
+                + (f" by {memory.superseded_by_id}" if memory.superseded_by_id else "")
+                + "; supersede the newest memory of its chain instead.",
+                details={
+                    "field": "supersedes",
+                    "id": str(memory_id),
+                    "supersededBy": str(memory.superseded_by_id),
+                },
+            )
+    return found
+
+
+def _chunks_place(
+    scope: Scope, items: Sequence[TellItem], chunks: list[_Chunk], config: MemorySettings, now: datetime
+) -> list[Memory]:
+    """Decide, chunk by chunk, "reinforce that memory" or "store a new row"; the new rows."""
+    max_distance = 1.0 - config.duplicate_similarity
+    new_rows: list[Memory] = []
+    placed: list[_Chunk] = []  # chunks of this call stored as new rows, for in-batch duplicates
+    groups: dict[int, uuid.UUID] = {}
+    chunked = {chunk.item_index for chunk in chunks if chunk.chunk_index > 0}
+    for chunk in chunks:
+        item = items[chunk.item_index]
+        twin = _batch_twin(chunk, placed, item.domain, items, max_distance)
+        if twin is None:
+            twin = _stored_twin(scope, item.domain, chunk.vector, max_distance)
+        if twin is not None and twin != item.supersedes:
+            chunk.memory_id, chunk.reinforced = twin, True
+            continue
+        chunk.memory_id = uuid.uuid4()
+        if chunk.item_index in chunked:
+            groups.setdefault(chunk.item_index, uuid.uuid4())
+        new_rows.append(
+            Memory(
+                id=chunk.memory_id,
+                token=scope.token,
+                agent=scope.agent,
+                session=scope.session,
+                content=chunk.text,
+                content_hash=hashlib.sha256(chunk.text.encode()).hexdigest(),
+                embedding=chunk.vector,
+                domain=item.domain,
+                type=item.type,
+                concepts=chunk.concepts,
+                metadata=item.metadata,
+                chunk_group=groups.get(chunk.item_index),
+                chunk_index=chunk.chunk_index,
+                importance=item.importance,
+                created_at=now,
+                valid_from=now,
+                expires_at=now + timedelta(seconds=item.ttl_seconds) if item.ttl_seconds else None,
+                pinned=item.pinned,
+            )
+        )
+        placed.append(chunk)
+    return new_rows
+
+
+def _batch_twin(
+    chunk: _Chunk, placed: list[_Chunk], domain: str, items: Sequence[TellItem], max_distance: float
+) -> uuid.UUID | None:
+    for earlier in placed:
+        if items[earlier.item_index].domain != domain:
+            continue
+        if 1.0 - float(np.dot(earlier.vector, chunk.vector)) <= max_distance:
+            return earlier.memory_id
+    return None
+
+
+def _stored_twin(scope: Scope, domain: str, vector: np.ndarray, max_distance: float) -> uuid.UUID | None:
+    with hnsw_filtered_scan():
+        nearest = (
+            # The exact namespace: a memory of another agent of the same token is not this one's twin.
+            Memory.objects.filter(token=scope.token, agent=scope.agent, session=scope.session, domain=domain)
+            .current()
+            .live()
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance")
+            .values_list("id", "distance")
+            .first()
+        )
+    if nearest is not None and nearest[1] <= max_distance:
+        return nearest[0]
+    return None
+
+
+def _reinforce(*, ids: Sequence[uuid.UUID], config: MemorySettings, now: datetime) -> None:
+    """One more access for each of ``ids`` (an id listed twice counts twice), as one UPDATE per
+    multiplicity: ``F()`` expressions, so concurrent reinforcements never lose a count."""
+    counts: dict[uuid.UUID, int] = {}
+    for memory_id in ids:
+        counts[memory_id] = counts.get(memory_id, 0) + 1
+    by_times: dict[int, list[uuid.UUID]] = {}
+    for memory_id, times in counts.items():
+        by_times.setdefault(times, []).append(memory_id)
+    for times, group in by_times.items():
+        Memory.objects.filter(id__in=group).update(
+            access_count=F("access_count") + times,
+            last_accessed_at=now,
+            decay_factor=Least(F("decay_factor") * config.reinforce_factor**times, 1.0),
+        )
+
+
+def memories_reinforce(*, hits: Sequence[tuple[uuid.UUID, float]]) -> None:
+    """What ``ask`` does to the memories it returns: reinforce each and record the access."""
+    if not hits:
+        return
+    now = timezone.now()
+    _reinforce(ids=[memory_id for memory_id, _ in hits], config=MemorySettings.current(), now=now)
+    MemoryAccess.objects.bulk_create(
+        [
+            MemoryAccess(memory_id=memory_id, accessed_at=now, relevance=relevance)
+            for memory_id, relevance in hits
+        ]
+    )
+
+
+def _supersede(
+    items: Sequence[TellItem], chunks: list[_Chunk], superseded: dict[uuid.UUID, Memory], now: datetime
+) -> None:
+    for index, item in enumerate(items):
+        if item.supersedes is None:
+            continue
+        successor = next(c.memory_id for c in chunks if c.item_index == index)
+        if successor == item.supersedes:
+            continue  # told again nearly word for word: reinforced, nothing to close
+        Memory.objects.filter(id=item.supersedes).update(valid_until=now, superseded_by_id=successor)
+        superseded[item.supersedes].valid_until = now
+
+
+def _tell_result(item: TellItem, chunks: list[_Chunk]) -> dict[str, Any]:
+    return {
+        "id": str(chunks[0].memory_id),
+        "status": "reinforced" if all(c.reinforced for c in chunks) else "stored",
+        "chunks": [
+            {
+                "id": str(c.memory_id),
+                "index": c.chunk_index,
+                "status": "reinforced" if c.reinforced else "stored",
+                "characters": len(c.text),
+            }
+            for c in chunks
+        ],
+        "domain": item.domain or None,
+        "type": item.type,
+        "concepts": chunks[0].concepts,
+        "supersedes": str(item.supersedes) if item.supersedes else None,
+    }
+
+
+# --- Forget, pin, rotate ------------------------------------------------------------------------
+
+
+def owned_memory(*, scope: Scope, memory_id: uuid.UUID, lock: bool = False) -> Memory:
+    """The memory ``memory_id`` of ``scope``'s token; ``NotFound`` for any other (another token's
+    memory is not found either, so ids reveal nothing)."""
+    memories = Memory.objects.select_for_update() if lock else Memory.objects.all()
+    memory = memories.filter(token=scope.token, id=memory_id).first()
+    if memory is None:
+        raise NotFound(f"No memory {memory_id} among this token's memories.", details={"id": str(memory_id)})
+    return memory
+
+
+def memory_forget(*, scope: Scope, memory_id: uuid.UUID, mode: str) -> dict[str, Any]:
+    """``fade``: the memory stays (and can still be found, ranked last) with its decay at the floor,
+    unpinned so its TTL applies. ``remove``: deleted; a memory it superseded keeps its closed validity."""
+    if mode not in ("fade", "remove"):
+        raise ValidationFailed("mode must be 'fade' or 'remove'.", details={"field": "mode"})
+    with transaction.atomic():
+        memory = owned_memory(scope=scope, memory_id=memory_id, lock=True)
+        if mode == "remove":
+            memory.delete()
+        else:
+            memory.decay_factor = MemorySettings.current().decay_floor
+            memory.pinned = False
+            memory.save(update_fields=["decay_factor", "pinned"])
+    logger.info("memory.forgotten", token_id=scope.token.pk, memory_id=str(memory_id), mode=mode)
+    return {"id": str(memory_id), "mode": mode, "forgotten": True}
+
+
+def memory_pin(*, scope: Scope, memory_id: uuid.UUID, pinned: bool) -> Memory:
+    with transaction.atomic():
+        memory = owned_memory(scope=scope, memory_id=memory_id, lock=True)
+        memory.pinned = pinned
+        memory.save(update_fields=["pinned"])
+    return memory
+
+
+def memories_move(*, from_token: ApiToken, to_token: ApiToken) -> int:
+    """Give ``from_token``'s memories to ``to_token`` (token rotation); the number moved."""
+    return Memory.objects.filter(token=from_token).update(token=to_token)
+
+
+def memories_share(*, ids: Sequence[uuid.UUID], shared: bool) -> int:
+    """An operator's decision: share memories domain-wide (every token asking in their domain sees
+    them) or stop sharing them. Memories without a domain cannot be shared."""
+    memories = Memory.objects.filter(id__in=ids)
+    if shared and memories.filter(domain="").exists():
+        raise ValidationFailed("Only memories with a domain can be shared domain-wide.")
+    return memories.update(shared=shared)
+
+
+# --- Lifecycle ----------------------------------------------------------------------------------
+
+
+def memory_lifecycle(*, now: datetime | None = None) -> dict[str, int]:
+    """One lifecycle cycle, idempotent within a cycle and batched:
+
+    - **decay**: a memory not retrieved during the last cycle has its decay multiplied by
+      ``decay_rate``, never below ``decay_floor`` (a memory is never fully forgotten); ``decayed_at``
+      keeps a second run within the same cycle from decaying it again;
+    - **promotion**: short-term memories retrieved more than ``promotion_accesses`` times become
+      long-term;
+    - **expiry**: unpinned memories past ``expires_at`` are deleted;
+    - old access history is pruned.
+    """
+    now = now or timezone.now()
+    config = MemorySettings.current()
+    cycle_start = now - timedelta(seconds=settings.MEMORY_LIFECYCLE_SECONDS)
+    stale = Q(last_accessed_at__isnull=True) | Q(last_accessed_at__lt=cycle_start)
+    not_this_cycle = Q(decayed_at__isnull=True) | Q(decayed_at__lt=cycle_start)
+    decayed = _batched_update(
+        Memory.objects.filter(stale & not_this_cycle),
+        decay_factor=Greatest(F("decay_factor") * config.decay_rate, config.decay_floor),
+        decayed_at=now,
+    )
+    promoted = _batched_update(
+        Memory.objects.filter(type=MemoryType.SHORT_TERM, access_count__gt=config.promotion_accesses),
+        type=MemoryType.LONG_TERM,
+    )
+    expired = _batched_delete(Memory.objects.filter(expires_at__lte=now, pinned=False))
+    pruned = _batched_delete(
+        MemoryAccess.objects.filter(accessed_at__lt=now - timedelta(days=config.access_history_days))
+    )
+    counts = {"decayed": decayed, "promoted": promoted, "expired": expired, "accessesPruned": pruned}
+    logger.info("memory.lifecycle", **counts)
+    return counts
+
+
+def _batched_update(queryset: Any, **values: Any) -> int:
+    total = 0
+    while True:
+        ids = list(queryset.order_by().values_list("pk", flat=True)[:LIFECYCLE_BATCH])
+        if not ids:
+            return total
+        total += queryset.model.objects.filter(pk__in=ids).update(**values)
+        if len(ids) < LIFECYCLE_BATCH:
+            return total
+
+
+def _batched_delete(queryset: Any) -> int:
+    total = 0
+    while True:
+        ids = list(queryset.order_by().values_list("pk", flat=True)[:LIFECYCLE_BATCH])
+        if not ids:
+            return total
+        total += queryset.model.objects.filter(pk__in=ids).delete()[1].get(queryset.model._meta.label, 0)
+        if len(ids) < LIFECYCLE_BATCH:
+            return total
+
+
+def tell_batch_summary(*, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "stored": sum(1 for result in results if result["status"] == "stored"),
+        "reinforced": sum(1 for result in results if result["status"] == "reinforced"),
+        "items": list(results),
+    }
