@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "apps.wikidata",
     "apps.knowledge",
     "apps.grounding",
+    "apps.memory",
     "apps.mcp_server",
 ]
 
@@ -247,8 +248,12 @@ CORTEX_RUN_STALE_SECONDS = env.float("CORTEX_RUN_STALE_SECONDS", default=30.0)
 CORTEX_RUN_SWEEP_SECONDS = env.float("CORTEX_RUN_SWEEP_SECONDS", default=15.0)
 CORTEX_RUN_MAX_EXECUTIONS = env.int("CORTEX_RUN_MAX_EXECUTIONS", default=3)
 CORTEX_RUN_REDELIVER_SECONDS = env.float("CORTEX_RUN_REDELIVER_SECONDS", default=300.0)
+# Memory lifecycle (decay of memories not retrieved, promotion, expiry): one cycle per interval.
+MEMORY_LIFECYCLE_SECONDS = env.int("MEMORY_LIFECYCLE_SECONDS", default=3600)
+
 CELERY_BEAT_SCHEDULE = {
     "runs-sweep": {"task": "core.runs_sweep", "schedule": CORTEX_RUN_SWEEP_SECONDS},
+    "memory-lifecycle": {"task": "memory.lifecycle", "schedule": float(MEMORY_LIFECYCLE_SECONDS)},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -366,6 +371,15 @@ EMBEDDINGS_BATCH_SIZE = env.int("EMBEDDINGS_BATCH_SIZE", default=32)
 EMBEDDINGS_MAX_RETRIES = env.int("EMBEDDINGS_MAX_RETRIES", default=2)
 EMBEDDINGS_BACKOFF_BASE_SECONDS = env.float("EMBEDDINGS_BACKOFF_BASE_SECONDS", default=0.5)
 EMBEDDINGS_MAX_RETRY_WAIT_SECONDS = env.float("EMBEDDINGS_MAX_RETRY_WAIT_SECONDS", default=10.0)
+
+# The one LLM client (apps/core/llm.py): an OpenAI-compatible endpoint, either its base URL
+# (http://host:8000/v1) or the full …/chat/completions URL. Empty = no LLM; callers do without.
+LLM_URL = env.str("LLM_URL", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_API_KEY = env.str("LLM_API_KEY", default="")  # a secret: from the environment only
+# Read timeout of one request (a caller's deadline can shorten it), and the default reply length.
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=20.0)
+LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=512)
 
 # --- Logging: structured JSON on stdout ------------------------------------------------
 
