@@ -46,7 +46,8 @@ SCOPES: dict[str, str] = {
     TokenScope.VERIFY: "Create verifications, the rows of the operators' review queue: verify a claim, "
     "ground a message. A claim about a named entity is also checked against Wikidata (one fact run "
     "per claim); that lookup is part of the verification.",
-    TokenScope.WRITE: "Write agent data: memory `tell` (still to come). No operation needs it today.",
+    TokenScope.WRITE: "Write agent memory: `tell`, pin, forget and import memories. A token only ever "
+    "reads and writes its own memories (plus those an operator shared in a domain), whatever its scopes.",
     TokenScope.PROPOSE: "Ontology proposals (still to come). No operation needs it today.",
     TokenScope.ADMIN: "Everything: implies every other scope, and is the only scope that writes the "
     "registry through `/api/` (create, update and delete connectors and tools).",
@@ -96,6 +97,7 @@ def token_outcome(operation: Operation, credential: Credential) -> str:
 
 
 READ, UPSTREAM, VERIFY, ADMIN = TokenScope.READ, TokenScope.UPSTREAM, TokenScope.VERIFY, TokenScope.ADMIN
+WRITE = TokenScope.WRITE
 
 V1 = "/v1/"
 API = "/api/"
@@ -117,6 +119,13 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(V1, "POST /v1/knowledge/search", READ, "search the knowledge base"),
     Operation(V1, "POST /v1/knowledge/verify", VERIFY, "verify a claim (stored for review)"),
     Operation(V1, "POST /v1/grounding/ground", VERIFY, "ground a message (stored for review)"),
+    Operation(V1, "POST /v1/memory/tell", WRITE, "remember something (the token's memory)"),
+    Operation(V1, "POST /v1/memory/tell/batch", WRITE, "remember up to 500 things"),
+    Operation(V1, "POST /v1/memory/ask", READ, "the token's memories relevant to a question"),
+    Operation(V1, "GET /v1/memory/{memory_id}", READ, "one of the token's memories"),
+    Operation(V1, "DELETE /v1/memory/{memory_id}", WRITE, "remove one of the token's memories"),
+    Operation(V1, "POST /v1/memory/{memory_id}/forget", WRITE, "fade or remove a memory"),
+    Operation(V1, "POST /v1/memory/{memory_id}/pin", WRITE, "pin or unpin a memory"),
     Operation(API, "GET /api/", READ, "the resource API's index"),
     *(
         operation
@@ -161,6 +170,9 @@ MCP_OPERATIONS: tuple[Operation, ...] = (
     Operation(MCP, "tools/call grounding.ground", VERIFY, "as POST /v1/grounding/ground"),
     Operation(MCP, "tools/call connectors.service_map", None, "as GET /v1/connectors/service-map"),
     Operation(MCP, "tools/call agents.plan", READ, "as POST /v1/agents/plan"),
+    Operation(MCP, "tools/call tell", WRITE, "as POST /v1/memory/tell"),
+    Operation(MCP, "tools/call ask", READ, "as POST /v1/memory/ask"),
+    Operation(MCP, "tools/call memory.forget", WRITE, "as POST /v1/memory/{memory_id}/forget"),
     Operation(MCP, CATALOGUE_TOOL, UPSTREAM, "as POST /v1/tools/call"),
     Operation(MCP, "resources/read cortexweb://service-map", None, "the signed service map"),
     Operation(MCP, "resources/read cortexweb://facts/runs/{id}", READ, "a fact run"),

@@ -25,12 +25,16 @@ from apps.arxiv.schemas import LookupIn, RunOut, SearchIn
 from apps.connectors import selectors as connector_selectors
 from apps.connectors.planner import plan_create
 from apps.connectors.schemas import PlanIn, PlanOut
+from apps.core.errors import AuthenticationRequired
 from apps.core.models import ApiToken, TokenScope
 from apps.core.schemas import StrictSchema
 from apps.grounding import services as grounding_services
 from apps.grounding.schemas import GroundIn, GroundingMessageOut, VerificationOut, VerifyIn
 from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
+from apps.memory import answers as memory_answers
+from apps.memory import services as memory_services
+from apps.memory.schemas import AskIn, AskOut, ForgetIn, ForgetOut, TellIn, TellOut
 from apps.wikidata import selectors as wikidata_selectors
 from apps.wikidata import services as wikidata_services
 from apps.wikidata.schemas import FactQueryIn, FactRunOut
@@ -154,6 +158,36 @@ def _agents_plan(payload: PlanIn, context: CallContext) -> dict[str, Any]:
     return plan_create(intent=payload.intent, query=payload.query, scope=payload.scope)
 
 
+def _memory_scope(context: CallContext, agent: str | None = None, session: str | None = None) -> Any:
+    # The tool's scope check ran before the handler, so a token is there; memories are the token's.
+    if context.token is None:
+        raise AuthenticationRequired("Memory tools need a bearer token: memories belong to a token.")
+    return memory_services.Scope(token=context.token, agent=agent or "", session=session or "")
+
+
+def _tell(payload: TellIn, context: CallContext) -> dict[str, Any]:
+    scope = _memory_scope(context, payload.agent, payload.session)
+    return memory_services.memory_tell(scope=scope, items=[payload.tell_item()])[0]
+
+
+def _ask(payload: AskIn, context: CallContext) -> dict[str, Any]:
+    return memory_answers.ask_result(
+        scope=_memory_scope(context, payload.agent, payload.session),
+        question=payload.question,
+        domain=payload.domain,
+        memory_type=payload.type,
+        limit=payload.limit,
+        threshold=payload.threshold,
+        include_superseded=payload.includeSuperseded,
+        weights=payload.weights.model_dump() if payload.weights else None,
+    )
+
+
+def _memory_forget(payload: ForgetIn, context: CallContext) -> dict[str, Any]:
+    scope = _memory_scope(context)
+    return memory_services.memory_forget(scope=scope, memory_id=payload.id, mode=payload.mode)
+
+
 # --- Human-readable text beside the structured result ----------------------------------------
 
 
@@ -212,6 +246,30 @@ def _service_map_summary(result: dict[str, Any]) -> str:
         f"Service map {result['id']} ({len(result['connectors'])} connectors, {len(names)} tools), "
         f"signed; valid {result['ttlSeconds']} s."
     )
+
+
+def _tell_summary(result: dict[str, Any]) -> str:
+    what = "Already remembered; reinforced" if result["status"] == "reinforced" else "Stored"
+    chunks = f" in {len(result['chunks'])} chunks" if len(result["chunks"]) > 1 else ""
+    text = f"{what}{chunks}: memory {result['id']}."
+    if result.get("supersedes"):
+        text += f" It supersedes {result['supersedes']}."
+    return text
+
+
+def _ask_summary(result: dict[str, Any]) -> str:
+    answer = result["answer"]
+    lines = [answer["text"] or "Nothing remembered answers this."] if answer["method"] != "none" else []
+    lines.append(f"{len(result['memories'])} memories:")
+    lines += [
+        f"- {memory['id']} ({memory['relevance']:.3f}): {' '.join(memory['content'].split())[:200]}"
+        for memory in result["memories"]
+    ]
+    return "\n".join(lines)
+
+
+def _forget_summary(result: dict[str, Any]) -> str:
+    return f"Memory {result['id']}: " + ("removed." if result["mode"] == "remove" else "faded.")
 
 
 def _plan_summary(result: dict[str, Any]) -> str:
@@ -332,6 +390,48 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         output_model=PlanOut,
         handler=_agents_plan,
         summary=_plan_summary,
+    ),
+    CortexTool(
+        name="tell",
+        title="Remember something (memory tell)",
+        description="Stores what you tell it in your token's memory (optionally in an agent/session "
+        "namespace), with a domain, type, TTL, importance and pinning. A near-duplicate of something "
+        "already remembered reinforces it instead; `supersedes` replaces an older memory and keeps it "
+        "as history.",
+        input_model=TellIn,
+        output_model=TellOut,
+        handler=_tell,
+        summary=_tell_summary,
+        scope=TokenScope.WRITE,
+        read_only=False,
+        idempotent=False,
+    ),
+    CortexTool(
+        name="ask",
+        title="Recall what matters (memory ask)",
+        description="The memories relevant to a question, best first, ranked by domain match (0.35), "
+        "recency (0.20), meaning (0.30) and use (0.15), each score shown, with an answer made from "
+        "them that cites memory ids. Only your token's memories (and those shared in the domain).",
+        input_model=AskIn,
+        output_model=AskOut,
+        handler=_ask,
+        summary=_ask_summary,
+        # Asking reinforces what it returns (access counts): not read-only, but not idempotent either.
+        read_only=False,
+        idempotent=False,
+    ),
+    CortexTool(
+        name="memory.forget",
+        title="Forget a memory",
+        description="fade: the memory decays to the floor and loses its pin (still findable, ranked "
+        "last); remove: it is deleted.",
+        input_model=ForgetIn,
+        output_model=ForgetOut,
+        handler=_memory_forget,
+        summary=_forget_summary,
+        scope=TokenScope.WRITE,
+        read_only=False,
+        idempotent=True,
     ),
 )
 

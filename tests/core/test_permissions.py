@@ -83,6 +83,13 @@ HTTP_PROBES: dict[str, Probe] = {
     "POST /v1/knowledge/search": Probe("POST", "/v1/knowledge/search", 422, {}),
     "POST /v1/knowledge/verify": Probe("POST", "/v1/knowledge/verify", 422, {}),
     "POST /v1/grounding/ground": Probe("POST", "/v1/grounding/ground", 422, {}),
+    "POST /v1/memory/tell": Probe("POST", "/v1/memory/tell", 422, {}),
+    "POST /v1/memory/tell/batch": Probe("POST", "/v1/memory/tell/batch", 422, {}),
+    "POST /v1/memory/ask": Probe("POST", "/v1/memory/ask", 422, {}),
+    "GET /v1/memory/{memory_id}": Probe("GET", f"/v1/memory/{UNKNOWN_UUID}", 404),
+    "DELETE /v1/memory/{memory_id}": Probe("DELETE", f"/v1/memory/{UNKNOWN_UUID}", 404),
+    "POST /v1/memory/{memory_id}/forget": Probe("POST", f"/v1/memory/{UNKNOWN_UUID}/forget", 404, {}),
+    "POST /v1/memory/{memory_id}/pin": Probe("POST", f"/v1/memory/{UNKNOWN_UUID}/pin", 404, {}),
     "GET /api/": Probe("GET", "/api/", 200),
     "GET /api/events/": Probe("GET", "/api/events/", 200),
     "GET /api/events/{id}/": Probe("GET", "/api/events/999999999/", 404),
@@ -129,6 +136,9 @@ MCP_PROBES: dict[str, McpProbe] = {
     "tools/call grounding.ground": McpProbe("tools/call", "grounding.ground", "validation_error"),
     "tools/call connectors.service_map": McpProbe("tools/call", "connectors.service_map", "ok"),
     "tools/call agents.plan": McpProbe("tools/call", "agents.plan", "validation_error"),
+    "tools/call tell": McpProbe("tools/call", "tell", "validation_error"),
+    "tools/call ask": McpProbe("tools/call", "ask", "validation_error"),
+    "tools/call memory.forget": McpProbe("tools/call", "memory.forget", "not_found", {"id": UNKNOWN_UUID}),
     security.CATALOGUE_TOOL: McpProbe("tools/call", REGISTRY_TOOL, "ok", {"entity_id": "Q42"}),
     "resources/read cortexweb://service-map": McpProbe("resources/read", "cortexweb://service-map", "ok"),
     "resources/read cortexweb://facts/runs/{id}": McpProbe(
@@ -437,7 +447,7 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (38, 7), "mcp": (14, 7), "pages": (16, 10)}
+    assert security.matrix_size() == {"http": (45, 7), "mcp": (17, 7), "pages": (16, 10)}
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------
