@@ -9,6 +9,7 @@ from rest_framework.schemas import get_schema_view
 
 from apps.connectors.api_views import ConnectorViewSet, RemoteToolViewSet
 from apps.core.api_views import EventViewSet
+from apps.memory.api_views import MemoryViewSet
 from apps.wikidata.api_views import FactRunViewSet, FactViewSet
 
 router = DefaultRouter()
@@ -17,6 +18,7 @@ router.register("connectors", ConnectorViewSet, basename="connector")
 router.register("tools", RemoteToolViewSet, basename="tool")
 router.register("facts", FactViewSet, basename="fact")
 router.register("fact-runs", FactRunViewSet, basename="fact-run")
+router.register("memories", MemoryViewSet, basename="memory")
 
 # Public like /v1/openapi.json: the document says what exists, never what is stored.
 openapi = get_schema_view(

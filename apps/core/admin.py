@@ -11,7 +11,7 @@ from django.http import HttpRequest
 
 from apps.core.errors import ValidationFailed
 from apps.core.models import ApiToken, Event, TokenScope
-from apps.core.services import api_token_create, api_token_expiry_check, api_token_revoke
+from apps.core.services import api_token_create, api_token_expiry_check, api_token_revoke, api_token_rotate
 
 
 class ApiTokenCreationForm(forms.ModelForm):
@@ -46,7 +46,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ["name", "prefix"]
     list_select_related = ["created_by"]
     readonly_fields = ["prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
-    actions = ["revoke_tokens"]
+    actions = ["revoke_tokens", "rotate_tokens"]
 
     def get_form(
         self, request: HttpRequest, obj: ApiToken | None = None, **kwargs: Any
@@ -85,6 +85,21 @@ class ApiTokenAdmin(admin.ModelAdmin):
         for token in queryset:
             api_token_revoke(token_id=token.pk)
         self.message_user(request, f"Revoked {queryset.count()} token(s).")
+
+    @admin.action(description="Rotate selected tokens (the replacement keeps their memories)")
+    def rotate_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token in queryset:
+            try:
+                new, raw_token = api_token_rotate(token_id=token.pk, created_by=request.user)
+            except ValidationFailed as error:
+                self.message_user(request, error.message, level=messages.ERROR)
+                continue
+            self.message_user(
+                request,
+                f"{token} rotated: {token.prefix}… is revoked; its replacement {new.prefix}… owns what it "
+                f"owned. Copy the new token now, it will not be shown again: {raw_token}",
+                level=messages.WARNING,
+            )
 
 
 @admin.register(Event)

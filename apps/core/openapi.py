@@ -55,6 +55,7 @@ ERROR_DESCRIPTIONS = {
     401: "No valid bearer token.",
     403: "The token lacks the scope this operation needs (details.required).",
     404: "Nothing has this id.",
+    409: "The request conflicts with the current state (e.g. superseding a memory already superseded).",
     413: "The body is larger than CORTEX_MAX_BODY_BYTES.",
     415: "The body is not of a supported media type.",
     422: "Invalid fields, or text a database cannot store (NUL bytes, lone surrogates): details name each.",
@@ -66,17 +67,37 @@ ERROR_DESCRIPTIONS = {
 UPSTREAM_SCOPES = frozenset({"upstream", "verify"})
 # Operations outside those scopes that embed text, which an EMBEDDINGS_URL service does remotely
 # (by view function: ninja's operations do not know the prefix their router is mounted at).
-EMBEDDING_VIEWS = frozenset({"apps.embeddings.api.create_embeddings", "apps.knowledge.api.search"})
+EMBEDDING_VIEWS = frozenset(
+    {
+        "apps.embeddings.api.create_embeddings",
+        "apps.knowledge.api.search",
+        "apps.memory.api.tell",
+        "apps.memory.api.tell_batch",
+        "apps.memory.api.ask",
+    }
+)
 
 
 # Operations whose body names something that may not exist (a knowledge domain, a tool): 404.
 BODY_LOOKUP_VIEWS = frozenset(
-    {"apps.knowledge.api.search", "apps.grounding.api.verify", "apps.connectors.api.call_tool"}
+    {
+        "apps.knowledge.api.search",
+        "apps.grounding.api.verify",
+        "apps.connectors.api.call_tool",
+        "apps.memory.api.tell",  # supersedes
+        "apps.memory.api.tell_batch",
+    }
 )
+# Operations that can conflict with what is stored: 409.
+CONFLICT_VIEWS = frozenset({"apps.memory.api.tell", "apps.memory.api.tell_batch"})
 
 
-def error_statuses(*, token: bool, scope: str | None, body: bool, path_id: bool, upstream: bool) -> list[int]:
+def error_statuses(
+    *, token: bool, scope: str | None, body: bool, path_id: bool, upstream: bool, conflict: bool = False
+) -> list[int]:
     statuses = {400, 422, 503}
+    if conflict:
+        statuses.add(409)
     if body:
         statuses |= {413, 415}
     if path_id:
@@ -116,6 +137,7 @@ class ErrorDocumentingSchema(OpenAPISchema):
             body=any(model.__ninja_param_source__ == "body" for model in models),
             path_id="{" in operation.path or view in BODY_LOOKUP_VIEWS,
             upstream=view in EMBEDDING_VIEWS,
+            conflict=view in CONFLICT_VIEWS,
         )
         for status in statuses:
             result.setdefault(status, _error_response(status, f"#/components/schemas/{ERROR_SCHEMA_NAME}"))

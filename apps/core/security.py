@@ -135,6 +135,7 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
             ("tools", "registry tools", True),
             ("facts", "stored facts", False),
             ("fact-runs", "fact runs", False),
+            ("memories", "the token's memories (and shared ones)", False),
         )
         for operation in (
             Operation(API, f"GET /api/{prefix}/", READ, f"list {kind}"),

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.db import models, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from apps.core.errors import AuthenticationRequired, NotFound, RateLimited, ValidationFailed
@@ -95,6 +96,30 @@ def api_token_revoke(*, token_id: int) -> ApiToken:
             token.save(update_fields=["revoked_at"])
     logger.info("api_token.revoked", token_id=token.pk, token_name=token.name)
     return token
+
+
+#: Sent inside ``api_token_rotate``'s transaction with ``old`` and ``new``: apps that keep data owned by
+#: a token (memories) move it to the replacement there, so a rotation moves all of it or none.
+api_token_rotated = Signal()
+
+
+def api_token_rotate(*, token_id: int, created_by: User | None = None) -> tuple[ApiToken, str]:
+    """Replace a token: a new one with the same name, scopes and expiry owns what the old one owned
+    (``api_token_rotated``), and the old one is revoked. Returns the new row and its raw token."""
+    with transaction.atomic():
+        old = ApiToken.objects.select_for_update().filter(pk=token_id).first()
+        if old is None:
+            raise NotFound(f"No API token with id {token_id}.")
+        if not old.is_active:
+            raise ValidationFailed(f"Token {old} is revoked or expired: create a new token instead.")
+        new, raw_token = api_token_create(
+            name=old.name, scopes=old.scopes, expires_at=old.expires_at, created_by=created_by
+        )
+        api_token_rotated.send(sender=ApiToken, old=old, new=new)
+        old.revoked_at = timezone.now()
+        old.save(update_fields=["revoked_at"])
+    logger.info("api_token.rotated", token_id=old.pk, replacement_id=new.pk, token_name=old.name)
+    return new, raw_token
 
 
 def api_token_authenticate(*, raw_token: str) -> ApiToken:

@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
+from apps.core.admin_mixins import ReadOnlyAdminMixin, SingletonAdminMixin, change_link, pretty_json
 from apps.grounding.forms import GroundingAgentForm, GroundingSettingsForm
 from apps.grounding.models import GroundingAgent, GroundingMessage, GroundingSettings, Verification
 
@@ -27,9 +26,8 @@ def _review_page_link(verification: Verification) -> str:
 
 
 @admin.register(GroundingSettings)
-class GroundingSettingsAdmin(admin.ModelAdmin):
-    """The single configuration row (``GroundingSettings.current()``): the list goes straight to it,
-    created with the seed's defaults if need be; no second row, no delete."""
+class GroundingSettingsAdmin(SingletonAdminMixin, admin.ModelAdmin):
+    """The single configuration row (``GroundingSettings.current()``, the seed's defaults)."""
 
     form = GroundingSettingsForm
     readonly_fields = ["updated_at"]
@@ -38,21 +36,6 @@ class GroundingSettingsAdmin(admin.ModelAdmin):
         ("Claims", {"fields": ["trigger_patterns", "claim_patterns", "min_claim_length"]}),
         (None, {"fields": ["updated_at"]}),
     ]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        # The row is ``GroundingSettings.current()`` (pk 1); a row added here would not be the one used.
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def changelist_view(
-        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        if not self.has_view_or_change_permission(request):
-            raise PermissionDenied
-        row = GroundingSettings.current()
-        return HttpResponseRedirect(reverse("admin:grounding_groundingsettings_change", args=[row.pk]))
 
 
 @admin.register(GroundingAgent)

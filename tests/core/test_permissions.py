@@ -109,6 +109,8 @@ HTTP_PROBES: dict[str, Probe] = {
     "GET /api/facts/{id}/": Probe("GET", "/api/facts/999999999/", 404),
     "GET /api/fact-runs/": Probe("GET", "/api/fact-runs/", 200),
     "GET /api/fact-runs/{id}/": Probe("GET", f"/api/fact-runs/{UNKNOWN_UUID}/", 404),
+    "GET /api/memories/": Probe("GET", "/api/memories/", 200),
+    "GET /api/memories/{id}/": Probe("GET", f"/api/memories/{UNKNOWN_UUID}/", 404),
     "GET /metrics from CORTEX_METRICS_ALLOW_NETWORKS": Probe("GET", "/metrics", 200),
     "GET /metrics from any other address": Probe("GET", "/metrics", 200, remote_addr=OUTSIDE),
     "GET /healthz": Probe("GET", "/healthz", 200),
@@ -447,7 +449,7 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (45, 7), "mcp": (17, 7), "pages": (16, 10)}
+    assert security.matrix_size() == {"http": (47, 7), "mcp": (17, 7), "pages": (16, 10)}
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------
