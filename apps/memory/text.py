@@ -2,9 +2,10 @@
 
 Concepts are keywords found without a model (Semem asks an LLM; a memory must be storable when no
 LLM is configured): capitalised phrases ("Marie Curie", "Open Policy Agent"), identifiers with
-digits ("CVE-2021-44228", "TLS 1.3" stays two words), and the content words that recur, lowercased,
-stopwords dropped, ranked by frequency then first appearance. They feed ``ask``'s domain component
-(concept overlap) and the RDF export's ``semem:concepts``.
+digits ("CVE-2021-44228"), names (a capitalised word inside a sentence: "Postgres"), and the
+content words that recur, lowercased, stopwords dropped, plurals folded ("backups" → "backup"), ranked
+by weight (phrases and identifiers 3, names 2, words 1) and frequency, then first appearance. They
+feed ``ask``'s domain component (concept overlap) and the RDF export's ``semem:concepts``.
 """
 
 from __future__ import annotations
@@ -84,22 +85,33 @@ def concepts_extract(text: str, *, limit: int = MAX_CONCEPTS) -> list[str]:
         found[concept] += weight
         first_seen.setdefault(concept, position)
 
-    phrase_words: set[str] = set()
+    phrase_spans: list[tuple[int, int]] = []
     for match in _PHRASE_RE.finditer(text):
         phrase = match.group()
         # A sentence's first word is capitalised anyway: "The Eiffel Tower" is "Eiffel Tower".
         words = [w for w in phrase.split() if w.lower() not in STOPWORDS]
         if len(words) >= 2:
             add(" ".join(words), 3, match.start())
-            phrase_words.update(word.lower() for word in words)
+            phrase_spans.append(match.span())
     for match in _IDENTIFIER_RE.finditer(text):
         add(match.group(), 3, match.start())
     for match in _WORD_RE.finditer(text):
         word = match.group().lower()
-        if len(word) > 2 and word not in STOPWORDS and word not in phrase_words:
+        if len(word) <= 2 or word in STOPWORDS:
+            continue
+        if any(start <= match.start() < end for start, end in phrase_spans):
+            continue  # counted with its phrase
+        if match.group()[0].isupper() and not _sentence_start(text, match.start()):
+            add(word, 2, match.start())  # a name ("Postgres", "Frankfurt"): kept as written, weighed more
+        else:
             add(_singular(word), 1, match.start())
     ranked = sorted(found, key=lambda concept: (-found[concept], first_seen[concept]))
     return [concept[:100] for concept in ranked[:limit]]
+
+
+def _sentence_start(text: str, position: int) -> bool:
+    before = text[:position].rstrip()
+    return not before or before[-1] in ".!?:;\n\"'(["
 
 
 def _singular(word: str) -> str:
