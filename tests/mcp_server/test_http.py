@@ -30,6 +30,10 @@ OWN_TOOLS = [
     "grounding.ground",
     "connectors.service_map",
     "agents.plan",
+    "tell",
+    "ask",
+    "memory.forget",
+    "memory.export",
 ]
 CATALOGUE_TOOLS = [
     "wikidata.vector_search_items",
