@@ -74,6 +74,7 @@ EMBEDDING_VIEWS = frozenset(
         "apps.memory.api.tell",
         "apps.memory.api.tell_batch",
         "apps.memory.api.ask",
+        "apps.memory.api.memories_import",  # embeds the memories a file has no vector for
     }
 )
 
@@ -90,6 +91,8 @@ BODY_LOOKUP_VIEWS = frozenset(
 )
 # Operations that can conflict with what is stored: 409.
 CONFLICT_VIEWS = frozenset({"apps.memory.api.tell", "apps.memory.api.tell_batch"})
+# Operations whose body is a file read from the request itself (no body model): 413 and 415 too.
+RAW_BODY_VIEWS = frozenset({"apps.memory.api.memories_import"})
 
 
 def error_statuses(
@@ -134,7 +137,7 @@ class ErrorDocumentingSchema(OpenAPISchema):
         statuses = error_statuses(
             token=bool(operation.auth_callbacks),
             scope=next((scope for scope in scopes if scope), None),
-            body=any(model.__ninja_param_source__ == "body" for model in models),
+            body=view in RAW_BODY_VIEWS or any(model.__ninja_param_source__ == "body" for model in models),
             path_id="{" in operation.path or view in BODY_LOOKUP_VIEWS,
             upstream=view in EMBEDDING_VIEWS,
             conflict=view in CONFLICT_VIEWS,

@@ -34,7 +34,7 @@ from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 from apps.memory import answers as memory_answers
 from apps.memory import services as memory_services
-from apps.memory.schemas import AskIn, AskOut, ForgetIn, ForgetOut, TellIn, TellOut
+from apps.memory.schemas import AskIn, AskOut, ExportIn, ExportOut, ForgetIn, ForgetOut, TellIn, TellOut
 from apps.wikidata import selectors as wikidata_selectors
 from apps.wikidata import services as wikidata_services
 from apps.wikidata.schemas import FactQueryIn, FactRunOut
@@ -188,6 +188,14 @@ def _memory_forget(payload: ForgetIn, context: CallContext) -> dict[str, Any]:
     return memory_services.memory_forget(scope=scope, memory_id=payload.id, mode=payload.mode)
 
 
+def _memory_export(payload: ExportIn, context: CallContext) -> dict[str, Any]:
+    scope = _memory_scope(context, payload.agent, payload.session)
+    content, media_type, count = memory_services.memories_export(
+        scope=scope, fmt=payload.format, domain=payload.domain
+    )
+    return {"format": payload.format, "mediaType": media_type, "count": count, "content": content}
+
+
 # --- Human-readable text beside the structured result ----------------------------------------
 
 
@@ -270,6 +278,12 @@ def _ask_summary(result: dict[str, Any]) -> str:
 
 def _forget_summary(result: dict[str, Any]) -> str:
     return f"Memory {result['id']}: " + ("removed." if result["mode"] == "remove" else "faded.")
+
+
+def _export_summary(result: dict[str, Any]) -> str:
+    # The file itself: a client that reads only the text content still gets what it asked for.
+    kind = "Turtle" if result["format"] == "turtle" else "JSON-LD"
+    return f"{result['count']} memories as {kind} ({result['mediaType']}):\n\n{result['content']}"
 
 
 def _plan_summary(result: dict[str, Any]) -> str:
@@ -432,6 +446,17 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         scope=TokenScope.WRITE,
         read_only=False,
         idempotent=True,
+    ),
+    CortexTool(
+        name="memory.export",
+        title="Export your memories as RDF",
+        description="Your token's own memories (narrowed by agent, session and domain when given) as Turtle "
+        "or JSON-LD in Semem's vocabulary (semem:Interaction, output, concepts, timestamp, accessCount, "
+        "decayFactor, memoryType) with PROV-O for supersession. POST /v1/memory/import restores the file.",
+        input_model=ExportIn,
+        output_model=ExportOut,
+        handler=_memory_export,
+        summary=_export_summary,
     ),
 )
 

@@ -9,16 +9,21 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.http import HttpRequest
-from ninja import Router
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import Query, Router
 
 from apps.core.auth import read_token, write_token
-from apps.memory import answers, selectors, services
+from apps.core.errors import UnsupportedMediaType, ValidationFailed
+from apps.memory import answers, rdf, selectors, services
 from apps.memory.schemas import (
     AskIn,
     AskOut,
+    ExportIn,
     ForgetModeIn,
     ForgetOut,
+    ImportOut,
+    ImportQueryIn,
     MemoryOut,
     PinIn,
     TellBatchIn,
@@ -60,6 +65,92 @@ def ask(request: HttpRequest, payload: AskIn) -> dict[str, Any]:
         include_superseded=payload.includeSuperseded,
         weights=payload.weights.model_dump() if payload.weights else None,
     )
+
+
+# The file formats of export and import, as OpenAPI documents them (the bodies are not JSON schemas).
+_FILE_CONTENT: dict[str, Any] = {
+    "text/turtle": {"schema": {"type": "string", "description": "Turtle."}},
+    "application/ld+json": {"schema": {"type": "object", "description": "JSON-LD, its context inline."}},
+}
+# The media types an import accepts, and the format each one means.
+IMPORT_MEDIA_TYPES = {"text/turtle": "turtle", "application/ld+json": "jsonld", "application/json": "jsonld"}
+
+
+@router.get(
+    "/export",
+    auth=read_token,
+    summary="Export memories as RDF (Turtle or JSON-LD)",
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The token's own memories (narrowed by agent, session and domain when "
+                "given) in Semem's vocabulary plus PROV-O, as an attachment: docs/memory.md.",
+                "headers": {
+                    "Content-Disposition": {
+                        "schema": {"type": "string"},
+                        "description": 'attachment; filename="memories-….ttl" (or .jsonld)',
+                    }
+                },
+                "content": _FILE_CONTENT,
+            }
+        }
+    },
+)
+def memories_export(request: HttpRequest, filters: Query[ExportIn]) -> HttpResponse:
+    content, media_type, _ = services.memories_export(
+        scope=_scope(request, filters.agent, filters.session), fmt=filters.format, domain=filters.domain
+    )
+    response = HttpResponse(content, content_type=media_type)
+    filename = f"memories-{timezone.now():%Y%m%d-%H%M%S}.{rdf.FILE_SUFFIXES[filters.format]}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@router.post(
+    "/import",
+    auth=write_token,
+    response=ImportOut,
+    summary="Import memories from an export (Turtle or JSON-LD)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The file, as the body (not a form): text/turtle, or application/ld+json "
+            "(application/json too).",
+            "content": {**_FILE_CONTENT, "application/json": _FILE_CONTENT["application/ld+json"]},
+        }
+    },
+)
+def memories_import(request: HttpRequest, query: Query[ImportQueryIn]) -> dict[str, Any]:
+    """Restores the memories of a file into this token's memories, all or none: ids are kept when free,
+    left alone when already this token's, renamed when another token's."""
+    fmt = _import_format(request, query.format)
+    try:
+        content = request.body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValidationFailed(
+            f"The file must be UTF-8 text (byte {error.start} is not).", details={"field": "body"}
+        ) from None
+    return services.memories_import(scope=_scope(request), content=content, fmt=fmt)
+
+
+def _import_format(request: HttpRequest, requested: str | None) -> str:
+    """The format of the body: its Content-Type's, which must agree with ``?format=`` when given."""
+    media_type = (request.content_type or "").strip().lower()
+    fmt = IMPORT_MEDIA_TYPES.get(media_type)
+    if fmt is None:
+        raise UnsupportedMediaType(
+            f"Send the file itself as the body, with Content-Type text/turtle or application/ld+json; "
+            f"this body is {media_type or 'of no media type'}.",
+            details={"accepted": sorted(IMPORT_MEDIA_TYPES), "received": media_type},
+        )
+    if requested and requested != fmt:
+        raise UnsupportedMediaType(
+            f"format={requested} but the body is {media_type}: send "
+            + ("text/turtle" if requested == "turtle" else "application/ld+json")
+            + ", or leave format out.",
+            details={"accepted": [m for m, f in IMPORT_MEDIA_TYPES.items() if f == requested]},
+        )
+    return fmt
 
 
 @router.get("/{uuid:memory_id}", auth=read_token, response=MemoryOut, summary="One memory")

@@ -201,3 +201,30 @@ class PinIn(StrictSchema):
 class ExportIn(_Namespace):
     format: Literal["turtle", "jsonld"] = "turtle"
     domain: str | None = Field(None, pattern=DOMAIN_PATTERN)
+
+
+class ExportOut(Schema):
+    """An export (the MCP tool ``memory.export``; ``GET /v1/memory/export`` answers the file itself)."""
+
+    format: Literal["turtle", "jsonld"]
+    mediaType: str = Field(..., description="text/turtle; charset=utf-8 or application/ld+json.")
+    count: int = Field(..., description="Memories in the file.")
+    content: str = Field(..., description="The file: Semem's vocabulary plus PROV-O (docs/memory.md).")
+
+
+class ImportQueryIn(StrictSchema):
+    format: Literal["turtle", "jsonld"] | None = Field(
+        None, description="The file's format; by default the one its Content-Type names."
+    )
+
+
+class ImportOut(Schema):
+    imported: int = Field(..., description="Memories stored.")
+    unchanged: int = Field(..., description="Memories already among this token's (same id): left alone.")
+    renamed: int = Field(
+        ..., description="Memories stored under a new id (their id belongs to another token, or is no UUID)."
+    )
+    total: int = Field(..., description="Memories in the file.")
+    renamedIds: dict[str, str] = Field(
+        default_factory=dict, description="The file's id (or node) of each renamed memory -> its new id."
+    )

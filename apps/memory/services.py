@@ -8,6 +8,7 @@ token is the owner; a memory of another token is "not found", never "forbidden",
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
@@ -25,8 +26,10 @@ from pgvector.django import CosineDistance
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.logging import get_logger
 from apps.core.models import ApiToken
+from apps.core.text import text_problem, unstorable_paths
 from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_texts
+from apps.memory import rdf
 from apps.memory.models import Memory, MemoryAccess, MemorySettings, MemoryType
 from apps.memory.text import concepts_extract, content_chunks
 
@@ -435,3 +438,219 @@ def tell_batch_summary(*, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "reinforced": sum(1 for result in results if result["status"] == "reinforced"),
         "items": list(results),
     }
+
+
+# --- Export and import (RDF) ---------------------------------------------------------------------
+
+# Memories in one export or import: an import holds the whole file in one transaction.
+MAX_TRANSFER = 10_000
+
+
+def memories_export(*, scope: Scope, fmt: str, domain: str | None = None) -> tuple[str, str, int]:
+    """``scope``'s own memories (all of them: current, superseded and pinned) as Turtle or JSON-LD in
+    Semem's vocabulary (``apps.memory.rdf``); ``(content, media type, count)``.
+
+    Only what this token told, narrowed by the scope's agent and session and by ``domain`` when
+    given: never another token's memories, nor the ones an operator shared with this token.
+    """
+    if fmt not in rdf.MEDIA_TYPES:
+        raise ValidationFailed("format must be 'turtle' or 'jsonld'.", details={"field": "format"})
+    memories = Memory.objects.filter(scope.own())
+    if domain:
+        memories = memories.filter(domain=domain)
+    count = memories.count()
+    if count > MAX_TRANSFER:
+        raise ValidationFailed(
+            f"This scope holds {count} memories; an export holds at most {MAX_TRANSFER} (as an import "
+            "does): narrow it with domain, agent or session.",
+            details={"field": "domain", "count": count, "max": MAX_TRANSFER},
+        )
+    rows = list(memories.order_by("created_at", "id"))
+    content = rdf.graph_serialize(rdf.memories_graph(rows), fmt)  # type: ignore[arg-type]
+    logger.info("memory.exported", token_id=scope.token.pk, count=len(rows), format=fmt)
+    return content, rdf.MEDIA_TYPES[fmt], len(rows)
+
+
+def memories_import(*, scope: Scope, content: str, fmt: str) -> dict[str, Any]:
+    """Restore the memories of an export (or of a Semem file) into ``scope``'s token, in one
+    transaction: all of them or, when any is refused, none.
+
+    The owner is always the caller's token, never anything the file says; agent and session come
+    from the file (namespaces inside the token). An id free everywhere is kept; an id among this
+    token's memories is left alone (``unchanged``); an id of another token's memory, or a node that
+    is not a ``urn:uuid:``, gets a new id (``renamed``; supersession links follow it). A memory
+    without a usable embedding or concepts has them computed again from its content.
+    """
+    if fmt not in rdf.MEDIA_TYPES:
+        raise ValidationFailed("format must be 'turtle' or 'jsonld'.", details={"field": "format"})
+    graph = rdf.graph_parse(content, fmt)  # type: ignore[arg-type]
+    found = len(rdf.interactions(graph))
+    if found == 0:
+        raise ValidationFailed(
+            "The file holds no memory: each one is a node of type semem:Interaction "
+            "(<http://purl.org/stuff/semem/Interaction>) with its content in semem:output.",
+            details={"field": "body"},
+        )
+    if found > MAX_TRANSFER:
+        raise ValidationFailed(
+            f"The file holds {found} memories; an import takes at most {MAX_TRANSFER}: split it.",
+            details={"field": "body", "count": found, "max": MAX_TRANSFER},
+        )
+    records = rdf.memories_from_graph(graph)
+    for record in records:
+        _import_record_check(record)
+    # The model runs before the transaction (as in tell): no lock is held while it computes.
+    _import_vectors_complete(records)
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                _scope_lock(scope)
+                result = _import_rows(scope, records)
+            break
+        except IntegrityError:
+            # Another token stored one of these ids, or a memory a link names went away, since the
+            # ids were looked up: once more, with what is stored now.
+            if attempt == 1:
+                raise
+    logger.info(
+        "memory.imported", token_id=scope.token.pk, **{k: v for k, v in result.items() if k != "renamedIds"}
+    )
+    return result
+
+
+def _import_record_check(record: dict[str, Any]) -> None:
+    """The checks ``tell`` makes of what it stores, naming the memory (its node in the file)."""
+    from apps.memory.schemas import MAX_METADATA_BYTES  # schemas import this module
+
+    ref = record["ref"]
+    content = record["content"]
+
+    def refuse(message: str, prop: str, **details: Any) -> ValidationFailed:
+        details = {"memory": ref, "property": prop, **details}
+        return ValidationFailed(f"Memory {ref}: {message}", details=details)
+
+    if not content.strip():
+        raise refuse("semem:output (its content) must hold some text.", "semem:output")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise refuse(
+            f"semem:output holds {len(content)} characters; at most {MAX_CONTENT_CHARS} are accepted "
+            "(split it into several memories).",
+            "semem:output",
+            max=MAX_CONTENT_CHARS,
+        )
+    if problem := text_problem(content):
+        raise refuse(f"semem:output {problem}.", "semem:output")
+    texts = (("semem:concepts", record["concepts"] or []), ("cortex:metadata", record["metadata"]))
+    for prop, value in texts:
+        if problems := unstorable_paths(value, prop):
+            raise refuse(f"{problems[0][0]} {problems[0][1]}.", prop)
+    if len(json.dumps(record["metadata"], ensure_ascii=False).encode()) > MAX_METADATA_BYTES:
+        raise refuse(
+            f"cortex:metadata must be at most {MAX_METADATA_BYTES} bytes as JSON.", "cortex:metadata"
+        )
+
+
+def _import_vectors_complete(records: list[dict[str, Any]]) -> None:
+    """Embed (and extract the concepts of) the memories whose file lacks them or holds unusable ones."""
+    missing = [record for record in records if record["embedding"] is None]
+    if missing:
+        vectors = embed_texts(texts=[record["content"] for record in missing])
+        for record, vector in zip(missing, vectors, strict=True):
+            record["embedding"] = vector
+    for record in records:
+        if record["concepts"] is None:
+            record["concepts"] = concepts_extract(record["content"])
+
+
+def _import_rows(scope: Scope, records: list[dict[str, Any]]) -> dict[str, Any]:
+    owners = dict(
+        Memory.objects.filter(id__in={r["id"] for r in records if r["id"]}).values_list("id", "token_id")
+    )
+    final: dict[str, uuid.UUID] = {}  # ref in the file -> the id it has here
+    used_ids: set[uuid.UUID] = set()
+    unchanged: set[str] = set()
+    renamed: dict[str, str] = {}
+    for record in records:
+        memory_id = record["id"]
+        if memory_id is not None and owners.get(memory_id) == scope.token.pk:
+            unchanged.add(record["ref"])
+        elif memory_id is None or memory_id in owners or memory_id in used_ids:
+            # Another token's id (or no UUID, or the same UUID spelt twice): the memory is new here.
+            memory_id = uuid.uuid4()
+            renamed[str(record["id"] or record["ref"])] = str(memory_id)
+        final[record["ref"]] = memory_id
+        used_ids.add(memory_id)
+    new = [record for record in records if record["ref"] not in unchanged]
+    groups = _import_chunk_groups(scope, new)
+    successors = _import_successors(scope, new, final)
+    Memory.objects.bulk_create(
+        [
+            Memory(
+                id=final[record["ref"]],
+                token=scope.token,
+                agent=record["agent"],
+                session=record["session"],
+                content=record["content"],
+                content_hash=hashlib.sha256(record["content"].encode()).hexdigest(),
+                embedding=np.asarray(record["embedding"], dtype=np.float32),
+                domain=record["domain"],
+                type=record["type"],
+                concepts=record["concepts"],
+                metadata=record["metadata"],
+                chunk_group=groups.get(record["chunk_group"]),
+                chunk_index=record["chunk_index"],
+                importance=record["importance"],
+                access_count=record["access_count"],
+                last_accessed_at=record["last_accessed_at"],
+                decay_factor=record["decay_factor"],
+                created_at=record["created_at"] or timezone.now(),
+                expires_at=record["expires_at"],
+                pinned=record["pinned"],
+                valid_from=record["valid_from"] or record["created_at"] or timezone.now(),
+                valid_until=record["valid_until"],
+                superseded_by_id=successors.get(record["ref"]),
+            )
+            for record in new
+        ],
+        batch_size=1000,
+    )
+    return {
+        "imported": len(new),
+        "unchanged": len(unchanged),
+        "renamed": len(renamed),
+        "total": len(records),
+        "renamedIds": renamed,
+    }
+
+
+def _import_chunk_groups(scope: Scope, new: list[dict[str, Any]]) -> dict[uuid.UUID | None, uuid.UUID]:
+    """Each chunk group of the file -> the group it has here: kept, unless another token's
+    memories use it (two owners' chunks must never look like one content)."""
+    wanted = {record["chunk_group"] for record in new if record["chunk_group"]}
+    taken = set(
+        Memory.objects.filter(chunk_group__in=wanted)
+        .exclude(token=scope.token)
+        .values_list("chunk_group", flat=True)
+    )
+    return {group: uuid.uuid4() if group in taken else group for group in wanted}
+
+
+def _import_successors(
+    scope: Scope, new: list[dict[str, Any]], final: dict[str, uuid.UUID]
+) -> dict[str, uuid.UUID]:
+    """ref -> the id of its successor: a memory of the file (under its id here) or one of this
+    token's memories; a successor that is neither is dropped (the validity stays closed)."""
+    outside = {
+        record["superseded_by_id"]
+        for record in new
+        if record["superseded_by"] and record["superseded_by"] not in final and record["superseded_by_id"]
+    }
+    own = set(Memory.objects.filter(token=scope.token, id__in=outside).values_list("id", flat=True))
+    links: dict[str, uuid.UUID] = {}
+    for record in new:
+        successor = record["superseded_by"]
+        if successor in final:
+            links[record["ref"]] = final[successor]
+        elif record["superseded_by_id"] in own:
+            links[record["ref"]] = record["superseded_by_id"]
+    return links

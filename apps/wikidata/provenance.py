@@ -97,7 +97,7 @@ def fact_run_prov(*, run: FactRun, fmt: Literal["turtle", "json-ld"]) -> str:
     if fmt == "turtle":
         return graph.serialize(format="turtle")
     if fmt == "json-ld":
-        return _sorted_json_ld(graph.serialize(format="json-ld", context=dict(PREFIXES)))
+        return sorted_json_ld(graph.serialize(format="json-ld", context=dict(PREFIXES)))
     raise ValidationFailed(f"unknown provenance format {fmt!r}; use 'turtle' or 'json-ld'")
 
 
@@ -114,7 +114,7 @@ def fact_run_graph(*, run: FactRun) -> Graph:
     return graph
 
 
-def _datetime(value: datetime) -> RdfLiteral:
+def xsd_datetime(value: datetime) -> RdfLiteral:
     """An ``xsd:dateTime`` in UTC (stable text whatever the server's time zone)."""
     if value.tzinfo is not None:
         value = value.astimezone(UTC)
@@ -140,9 +140,9 @@ def _run_add(graph: Graph, run: FactRun, activity: URIRef) -> None:
     if run.error:
         graph.add((activity, CORTEX.error, RdfLiteral(run.error)))
     if run.started_at is not None:
-        graph.add((activity, PROV.startedAtTime, _datetime(run.started_at)))
+        graph.add((activity, PROV.startedAtTime, xsd_datetime(run.started_at)))
     if run.finished_at is not None:
-        graph.add((activity, PROV.endedAtTime, _datetime(run.finished_at)))
+        graph.add((activity, PROV.endedAtTime, xsd_datetime(run.finished_at)))
     if run.rerun_of_id is not None:
         graph.add((activity, PROV.wasInformedBy, run_uri(run.rerun_of_id)))
 
@@ -176,7 +176,7 @@ def _fact_add(graph: Graph, fact: Fact, activity: URIRef) -> None:
     graph.add((node, RDF.type, CORTEX.Fact))
     graph.add((node, RDFS.label, RdfLiteral(fact.text)))
     graph.add((node, PROV.wasGeneratedBy, activity))
-    graph.add((node, PROV.generatedAtTime, _datetime(fact.retrieved_at)))
+    graph.add((node, PROV.generatedAtTime, xsd_datetime(fact.retrieved_at)))
     graph.add((node, CORTEX.position, RdfLiteral(int(fact.position))))
     graph.add((node, CORTEX.score, RdfLiteral(float(fact.score), datatype=XSD.double)))
     graph.add((node, CORTEX.claimGuid, RdfLiteral(fact.claim_guid)))
@@ -279,7 +279,7 @@ def _snak_value(snak: Mapping[str, Any]) -> Node | None:
     return term
 
 
-def _sorted_json_ld(text: str) -> str:
+def sorted_json_ld(text: str) -> str:
     """rdflib's JSON-LD with nodes ordered by ``@id`` and multi-valued properties sorted (RDF values
     are unordered), so the same graph always gives the same text."""
     document = json.loads(text)

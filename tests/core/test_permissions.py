@@ -86,6 +86,8 @@ HTTP_PROBES: dict[str, Probe] = {
     "POST /v1/memory/tell": Probe("POST", "/v1/memory/tell", 422, {}),
     "POST /v1/memory/tell/batch": Probe("POST", "/v1/memory/tell/batch", 422, {}),
     "POST /v1/memory/ask": Probe("POST", "/v1/memory/ask", 422, {}),
+    "GET /v1/memory/export": Probe("GET", "/v1/memory/export", 200),  # the token's memories: none
+    "POST /v1/memory/import": Probe("POST", "/v1/memory/import", 422, {}),  # JSON-LD holding no memory
     "GET /v1/memory/{memory_id}": Probe("GET", f"/v1/memory/{UNKNOWN_UUID}", 404),
     "DELETE /v1/memory/{memory_id}": Probe("DELETE", f"/v1/memory/{UNKNOWN_UUID}", 404),
     "POST /v1/memory/{memory_id}/forget": Probe("POST", f"/v1/memory/{UNKNOWN_UUID}/forget", 404, {}),
@@ -141,6 +143,7 @@ MCP_PROBES: dict[str, McpProbe] = {
     "tools/call tell": McpProbe("tools/call", "tell", "validation_error"),
     "tools/call ask": McpProbe("tools/call", "ask", "validation_error"),
     "tools/call memory.forget": McpProbe("tools/call", "memory.forget", "not_found", {"id": UNKNOWN_UUID}),
+    "tools/call memory.export": McpProbe("tools/call", "memory.export", "ok"),
     security.CATALOGUE_TOOL: McpProbe("tools/call", REGISTRY_TOOL, "ok", {"entity_id": "Q42"}),
     "resources/read cortexweb://service-map": McpProbe("resources/read", "cortexweb://service-map", "ok"),
     "resources/read cortexweb://facts/runs/{id}": McpProbe(
@@ -449,7 +452,7 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (47, 7), "mcp": (17, 7), "pages": (16, 10)}
+    assert security.matrix_size() == {"http": (49, 7), "mcp": (18, 7), "pages": (16, 10)}
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------
