@@ -20,14 +20,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from apps.core.errors import NotFound, ValidationFailed
+from apps.core.models import ApiToken
 from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text
-from apps.memory.models import Memory, MemorySettings
+from apps.memory.models import Memory, MemoryAccess, MemoryQuerySet, MemorySettings
 from apps.memory.services import Scope
 from apps.memory.text import concepts_extract
 
@@ -94,10 +96,15 @@ def relevance_components(
     frequency = min(1.0, math.log1p(memory.access_count) / math.log1p(config.frequency_saturation))
     return {
         "domain": domain_match,
-        "temporal": memory.decay_factor * math.exp(-config.temporal_lambda_per_day * age_days),
+        "temporal": temporal_component(memory.decay_factor, age_days, config),
         "semantic": min(max(similarity, 0.0), 1.0),
         "frequency": frequency * memory.importance,
     }
+
+
+def temporal_component(decay_factor: float, age_days: float, config: MemorySettings) -> float:
+    """Semem's ``decayFactor · exp(−λ · Δt)``, Δt in days."""
+    return decay_factor * math.exp(-config.temporal_lambda_per_day * age_days)
 
 
 def visible_memories(*, scope: Scope, domain: str | None) -> QuerySet[Memory]:
@@ -261,3 +268,88 @@ def supersession_chain(*, memory: Memory, max_length: int = 100) -> list[Memory]
 def memory_detail(*, memory: Memory) -> dict[str, Any]:
     """A memory with its supersession chain (ids, oldest first)."""
     return {**memory_as_dict(memory), "chain": [str(m.id) for m in supersession_chain(memory=memory)]}
+
+
+# --- The operators' pages -------------------------------------------------------------------------
+# Operators (staff with the memory permissions) see every token's memories: the scope rule above is
+# the agents' rule, not theirs.
+
+
+@dataclass(frozen=True)
+class BrowseFilters:
+    """``/memories``' filters; empty values do not filter."""
+
+    domain: str = ""
+    type: str = ""
+    agent: str = ""
+    token_id: int | None = None
+    pinned: bool | None = None
+
+
+def memories_browse(*, filters: BrowseFilters) -> MemoryQuerySet:
+    """Every token's memories matching ``filters``, newest first, with their token."""
+    memories = Memory.objects.select_related("token").defer("embedding")
+    if filters.domain:
+        memories = memories.filter(domain=filters.domain)
+    if filters.type:
+        memories = memories.filter(type=filters.type)
+    if filters.agent:
+        memories = memories.filter(agent=filters.agent)
+    if filters.token_id is not None:
+        memories = memories.filter(token_id=filters.token_id)
+    if filters.pinned is not None:
+        memories = memories.filter(pinned=filters.pinned)
+    return memories.order_by("-created_at", "-id")
+
+
+FACET_LIMIT = 500
+
+
+def memory_facets() -> dict[str, list[Any]]:
+    """The values ``/memories``' filters offer: domains, agents and tokens that have memories."""
+    values = Memory.objects.order_by()
+    token_ids = values.values("token_id").distinct()
+    return {
+        "domains": list(values.exclude(domain="").values_list("domain", flat=True).distinct()[:FACET_LIMIT]),
+        "agents": list(values.exclude(agent="").values_list("agent", flat=True).distinct()[:FACET_LIMIT]),
+        "tokens": list(ApiToken.objects.filter(pk__in=token_ids).order_by("name", "prefix")[:FACET_LIMIT]),
+    }
+
+
+def memory_find(*, memory_id: uuid.UUID) -> Memory | None:
+    """Any token's memory (for operators), with its token; ``None`` when there is none."""
+    return Memory.objects.select_related("token").defer("embedding").filter(id=memory_id).first()
+
+
+def memory_accesses_recent(*, memory: Memory, limit: int = 50) -> list[MemoryAccess]:
+    return list(memory.accesses.order_by("-accessed_at", "-id")[:limit])
+
+
+@dataclass(frozen=True)
+class OutlookPoint:
+    days: float  # from now
+    temporal: float  # the temporal component if the decay factor stays as it is
+    unretrieved: float  # ... if the memory is never retrieved: the lifecycle decays it every cycle
+
+
+def memory_decay_outlook(
+    *, memory: Memory, config: MemorySettings, now: datetime, days: int = 30, samples: int = 241
+) -> list[OutlookPoint]:
+    """The temporal component over the next ``days``: as the decay factor stands, and as the lifecycle
+    would decay it if no ask retrieved the memory (× ``decay_rate`` per ``MEMORY_LIFECYCLE_SECONDS``
+    cycle, never below ``decay_floor``)."""
+    cycle_days = max(settings.MEMORY_LIFECYCLE_SECONDS, 1) / SECONDS_PER_DAY
+    age_now = max((now - memory.created_at).total_seconds(), 0.0) / SECONDS_PER_DAY
+    points = []
+    for index in range(samples):
+        ahead = days * index / (samples - 1)
+        cycles = math.floor(ahead / cycle_days + 1e-9)
+        decayed = max(memory.decay_factor * config.decay_rate**cycles, config.decay_floor)
+        points.append(
+            OutlookPoint(
+                days=ahead,
+                temporal=temporal_component(memory.decay_factor, age_now + ahead, config),
+                unretrieved=temporal_component(min(decayed, memory.decay_factor), age_now + ahead, config),
+            )
+        )
+    return points

@@ -334,28 +334,67 @@ def owned_memory(*, scope: Scope, memory_id: uuid.UUID, lock: bool = False) -> M
     return memory
 
 
+FORGET_MODES = ("fade", "remove")
+
+
 def memory_forget(*, scope: Scope, memory_id: uuid.UUID, mode: str) -> dict[str, Any]:
     """``fade``: the memory stays (and can still be found, ranked last) with its decay at the floor,
     unpinned so its TTL applies. ``remove``: deleted; a memory it superseded keeps its closed validity."""
-    if mode not in ("fade", "remove"):
-        raise ValidationFailed("mode must be 'fade' or 'remove'.", details={"field": "mode"})
+    _forget_mode_check(mode)
     with transaction.atomic():
-        memory = owned_memory(scope=scope, memory_id=memory_id, lock=True)
-        if mode == "remove":
-            memory.delete()
-        else:
-            memory.decay_factor = MemorySettings.current().decay_floor
-            memory.pinned = False
-            memory.save(update_fields=["decay_factor", "pinned"])
+        _forget(owned_memory(scope=scope, memory_id=memory_id, lock=True), mode)
     logger.info("memory.forgotten", token_id=scope.token.pk, memory_id=str(memory_id), mode=mode)
     return {"id": str(memory_id), "mode": mode, "forgotten": True}
 
 
 def memory_pin(*, scope: Scope, memory_id: uuid.UUID, pinned: bool) -> Memory:
     with transaction.atomic():
-        memory = owned_memory(scope=scope, memory_id=memory_id, lock=True)
-        memory.pinned = pinned
-        memory.save(update_fields=["pinned"])
+        return _pin(owned_memory(scope=scope, memory_id=memory_id, lock=True), pinned)
+
+
+def memory_forget_by_operator(*, memory_id: uuid.UUID, mode: str, operator: str = "") -> dict[str, Any]:
+    """``memory_forget`` for an operator (the memory pages): any token's memory, by id."""
+    _forget_mode_check(mode)
+    with transaction.atomic():
+        memory = _operated_memory(memory_id)
+        token_id = memory.token_id
+        _forget(memory, mode)
+    logger.info("memory.forgotten", token_id=token_id, memory_id=str(memory_id), mode=mode, operator=operator)
+    return {"id": str(memory_id), "mode": mode, "forgotten": True}
+
+
+def memory_pin_by_operator(*, memory_id: uuid.UUID, pinned: bool, operator: str = "") -> Memory:
+    """``memory_pin`` for an operator (the memory pages): any token's memory, by id."""
+    with transaction.atomic():
+        memory = _pin(_operated_memory(memory_id), pinned)
+    logger.info("memory.pinned", memory_id=str(memory_id), pinned=pinned, operator=operator)
+    return memory
+
+
+def _operated_memory(memory_id: uuid.UUID) -> Memory:
+    memory = Memory.objects.select_for_update().defer("embedding").filter(id=memory_id).first()
+    if memory is None:
+        raise NotFound(f"No memory {memory_id}.", details={"id": str(memory_id)})
+    return memory
+
+
+def _forget_mode_check(mode: str) -> None:
+    if mode not in FORGET_MODES:
+        raise ValidationFailed("mode must be 'fade' or 'remove'.", details={"field": "mode"})
+
+
+def _forget(memory: Memory, mode: str) -> None:
+    if mode == "remove":
+        memory.delete()
+    else:
+        memory.decay_factor = MemorySettings.current().decay_floor
+        memory.pinned = False
+        memory.save(update_fields=["decay_factor", "pinned"])
+
+
+def _pin(memory: Memory, pinned: bool) -> Memory:
+    memory.pinned = pinned
+    memory.save(update_fields=["pinned"])
     return memory
 
 
