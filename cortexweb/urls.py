@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("apps.arxiv.urls")),
     path("", include("apps.wikidata.urls")),
     path("", include("apps.grounding.urls")),
+    path("", include("apps.memory.urls")),
     path("", include("apps.core.urls_pages")),
 ]
 

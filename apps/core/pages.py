@@ -13,10 +13,17 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django_htmx.middleware import HtmxDetails
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as ``HtmxMiddleware`` leaves it (for type checking: ``request.htmx``)."""
+
+    htmx: HtmxDetails
 
 
 def render_page_or_fragment(
-    request: HttpRequest, page: str, fragment: str, context: dict, status: int = 200
+    request: HtmxHttpRequest, page: str, fragment: str, context: dict, status: int = 200
 ) -> HttpResponse:
     """The page, or for HTMX only its fragment (always 200 so htmx swaps it in)."""
     if request.htmx:
@@ -33,7 +40,7 @@ def web_url(url: Any) -> str:
     return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
 
 
-def login_redirect(request: HttpRequest) -> HttpResponse:
+def login_redirect(request: HtmxHttpRequest) -> HttpResponse:
     """To the admin login, and back to this page afterwards. An HTMX request (a poll or a fragment)
     gets ``HX-Redirect`` to the page it came from, so the whole page goes to the login instead of the
     login form landing inside a fragment."""
@@ -61,7 +68,7 @@ def permission_page(*perms: str) -> Callable[[Callable[..., HttpResponse]], Call
 
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapped(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not request.user.is_authenticated:
                 return login_redirect(request)
             if not page_role_granted(request.user, perms):

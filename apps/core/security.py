@@ -206,6 +206,9 @@ RUN_READER = "arxiv.view_searchrun"
 SEARCHER = "arxiv.add_searchrun"
 VERIFICATION_READER = "grounding.view_verification"
 REVIEWER = "grounding.review_verification"
+MEMORY_READER = "memory.view_memory"
+MEMORY_EDITOR = "memory.change_memory"
+MEMORY_REMOVER = "memory.delete_memory"
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,7 @@ PAGE_COLUMNS: tuple[Role, ...] = (
     Role("anonymous", signed_in=False, staff=False, what="not signed in"),
     Role(
         "not staff",
-        (FACT_ASKER, SEARCHER, REVIEWER),
+        (FACT_ASKER, SEARCHER, REVIEWER, MEMORY_EDITOR, MEMORY_REMOVER),
         staff=False,
         what="signed in, holding the page permissions, but not staff",
     ),
@@ -235,6 +238,9 @@ PAGE_COLUMNS: tuple[Role, ...] = (
     Role("arXiv searcher", (SEARCHER,), what=f"staff with `{SEARCHER}`"),
     Role("verification reader", (VERIFICATION_READER,), what=f"staff with `{VERIFICATION_READER}`"),
     Role("reviewer", (REVIEWER,), what=f"staff with `{REVIEWER}`"),
+    Role("memory reader", (MEMORY_READER,), what=f"staff with `{MEMORY_READER}`"),
+    Role("memory editor", (MEMORY_EDITOR,), what=f"staff with `{MEMORY_EDITOR}` (pin, fade)"),
+    Role("memory remover", (MEMORY_REMOVER,), what=f"staff with `{MEMORY_REMOVER}` (remove)"),
     Role("superuser", superuser=True, what="holds every permission"),
 )
 
@@ -304,6 +310,35 @@ PAGE_OPERATIONS: tuple[PageOperation, ...] = (
     ),
     PageOperation(
         "POST /verifications/<id>/review", "grounding:verification_review", (REVIEWER,), "review it"
+    ),
+    PageOperation(
+        "GET /memories",
+        "memory:memory_list",
+        (MEMORY_READER, MEMORY_EDITOR),
+        "every token's memories, filtered or ranked for a question (asking here reinforces nothing)",
+    ),
+    PageOperation(
+        "GET /memories/<id>",
+        "memory:memory_detail",
+        (MEMORY_READER, MEMORY_EDITOR),
+        "a memory, its supersession chain, access history and decay outlook",
+    ),
+    PageOperation(
+        "POST /memories/<id>/pin", "memory:memory_pin", (MEMORY_EDITOR,), "pin or unpin", rate_limited=True
+    ),
+    PageOperation(
+        "POST /memories/<id>/forget mode=fade",
+        "memory:memory_forget",
+        (MEMORY_EDITOR,),
+        "fade a memory",
+        rate_limited=True,
+    ),
+    PageOperation(
+        "POST /memories/<id>/forget mode=remove",
+        "memory:memory_forget",
+        (MEMORY_REMOVER,),
+        "remove a memory",
+        rate_limited=True,
     ),
     PageOperation("GET /events", "core_pages:events", STAFF, "live events (payloads carry agents' input)"),
 )

@@ -173,6 +173,15 @@ PAGE_PROBES: dict[str, Probe] = {
     "GET /verifications": Probe("GET", "/verifications", 200),
     "GET /verifications/<id>": Probe("GET", "/verifications/999999999", 404),
     "POST /verifications/<id>/review": Probe("POST", "/verifications/999999999/review", 404, {}),
+    "GET /memories": Probe("GET", "/memories", 200),
+    "GET /memories/<id>": Probe("GET", f"/memories/{UNKNOWN_UUID}", 404),
+    "POST /memories/<id>/pin": Probe("POST", f"/memories/{UNKNOWN_UUID}/pin", 404, {"pinned": "true"}),
+    "POST /memories/<id>/forget mode=fade": Probe(
+        "POST", f"/memories/{UNKNOWN_UUID}/forget", 404, {"mode": "fade"}
+    ),
+    "POST /memories/<id>/forget mode=remove": Probe(
+        "POST", f"/memories/{UNKNOWN_UUID}/forget", 404, {"mode": "remove"}
+    ),
     "GET /events": Probe("GET", "/events", 200),
 }
 
@@ -440,11 +449,12 @@ def test_the_table_lists_every_page() -> None:
     from apps.connectors import urls as connector_urls
     from apps.core import urls_pages
     from apps.grounding import urls as grounding_urls
+    from apps.memory import urls as memory_urls
     from apps.wikidata import urls as wikidata_urls
 
     names = {
         f"{module.app_name}:{pattern.name}"
-        for module in (connector_urls, arxiv_urls, wikidata_urls, grounding_urls, urls_pages)
+        for module in (connector_urls, arxiv_urls, wikidata_urls, grounding_urls, memory_urls, urls_pages)
         for pattern in module.urlpatterns
     }
     assert {operation.url_name for operation in PAGE_OPERATIONS} == names
@@ -452,7 +462,7 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (49, 7), "mcp": (18, 7), "pages": (16, 10)}
+    assert security.matrix_size() == {"http": (49, 7), "mcp": (18, 7), "pages": (21, 13)}
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------
