@@ -107,7 +107,7 @@ def temporal_component(decay_factor: float, age_days: float, config: MemorySetti
     return decay_factor * math.exp(-config.temporal_lambda_per_day * age_days)
 
 
-def visible_memories(*, scope: Scope, domain: str | None) -> QuerySet[Memory]:
+def visible_memories(*, scope: Scope, domain: str | None) -> MemoryQuerySet:
     """What ``scope`` may read: its own memories, plus those an operator shared in ``domain``."""
     condition = scope.own()
     if domain:
@@ -185,7 +185,7 @@ def memories_rank(
     for memory in found:
         components = relevance_components(
             memory=memory,
-            similarity=1.0 - float(memory.distance),  # type: ignore[attr-defined]
+            similarity=1.0 - float(memory.distance),
             question_concepts=question_concepts,
             domain=domain,
             config=config,

@@ -114,7 +114,7 @@ def memory_tell(*, scope: Scope, items: Sequence[TellItem]) -> list[dict[str, An
         superseded = _superseded_lock(scope, items)
         new_rows = _chunks_place(scope, items, chunks, config, now)
         Memory.objects.bulk_create(new_rows)
-        reinforced = [chunk.memory_id for chunk in chunks if chunk.reinforced]
+        reinforced = [chunk.memory_id for chunk in chunks if chunk.reinforced and chunk.memory_id]
         if reinforced:
             _reinforce(ids=reinforced, config=config, now=now)
         _supersede(items, chunks, superseded, now)
