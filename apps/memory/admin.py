@@ -39,7 +39,18 @@ class MemorySettingsAdmin(SingletonAdminMixin, admin.ModelAdmin):
             },
         ),
         ("Tell", {"fields": ["duplicate_similarity", "reinforce_factor"]}),
-        ("Lifecycle", {"fields": ["decay_rate", "decay_floor", "promotion_accesses", "access_history_days"]}),
+        (
+            "Lifecycle",
+            {
+                "fields": [
+                    "decay_rate",
+                    "decay_interval_hours",
+                    "decay_floor",
+                    "promotion_accesses",
+                    "access_history_days",
+                ]
+            },
+        ),
         (None, {"fields": ["updated_at"]}),
     ]
 

@@ -165,6 +165,12 @@ class MemorySettings(models.Model):
         validators=[MinValueValidator(0.01), MaxValueValidator(1.0)],
         help_text="Each lifecycle cycle multiplies the decay of memories not retrieved in it by this.",
     )
+    decay_interval_hours = models.PositiveIntegerField(
+        default=24,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 365)],
+        help_text="The decay cycle: a memory no ask retrieved for this long is decayed once (the lifecycle "
+        "runs more often, for expiry and promotion, but decays a memory at most once per cycle).",
+    )
     decay_floor = models.FloatField(
         default=0.001,
         validators=[MinValueValidator(0.000001), MaxValueValidator(1.0)],

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -336,9 +335,9 @@ def memory_decay_outlook(
     *, memory: Memory, config: MemorySettings, now: datetime, days: int = 30, samples: int = 241
 ) -> list[OutlookPoint]:
     """The temporal component over the next ``days``: as the decay factor stands, and as the lifecycle
-    would decay it if no ask retrieved the memory (× ``decay_rate`` per ``MEMORY_LIFECYCLE_SECONDS``
+    would decay it if no ask retrieved the memory (× ``decay_rate`` per ``decay_interval_hours``
     cycle, never below ``decay_floor``)."""
-    cycle_days = max(settings.MEMORY_LIFECYCLE_SECONDS, 1) / SECONDS_PER_DAY
+    cycle_days = max(config.decay_interval_hours, 1) / 24
     age_now = max((now - memory.created_at).total_seconds(), 0.0) / SECONDS_PER_DAY
     points = []
     for index in range(samples):

@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest, Least
@@ -428,7 +427,7 @@ def memory_lifecycle(*, now: datetime | None = None) -> dict[str, int]:
     """
     now = now or timezone.now()
     config = MemorySettings.current()
-    cycle_start = now - timedelta(seconds=settings.MEMORY_LIFECYCLE_SECONDS)
+    cycle_start = now - timedelta(hours=config.decay_interval_hours)
     stale = Q(last_accessed_at__isnull=True) | Q(last_accessed_at__lt=cycle_start)
     not_this_cycle = Q(decayed_at__isnull=True) | Q(decayed_at__lt=cycle_start)
     decayed = _batched_update(

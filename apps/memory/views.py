@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -168,17 +167,12 @@ def _detail_context(request: HttpRequest, memory: Memory, *, error: str = "") ->
             points=outlook, days=OUTLOOK_DAYS, expires_in_days=None if memory.pinned else expires_in
         ),
         "config": config,
-        "cycle_hours": _cycle_hours(),
+        "cycle_hours": f"{config.decay_interval_hours:g}",
         "temporal_now": outlook[0].temporal,
         "next_url": reverse("memory:memory_detail", args=[memory.pk]),
         "error": error,
         **_roles(request),
     }
-
-
-def _cycle_hours() -> str:
-    hours = settings.MEMORY_LIFECYCLE_SECONDS / 3600
-    return f"{hours:g}"
 
 
 # --- Pin and forget -------------------------------------------------------------------------------

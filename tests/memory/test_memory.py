@@ -221,7 +221,7 @@ def test_supersession_closes_the_old_memory_and_keeps_the_chain(agent_a) -> None
 # --- Lifecycle ----------------------------------------------------------------------------------
 
 
-def test_decay_is_once_per_cycle_with_a_floor_and_spares_what_was_retrieved(agent_a, settings) -> None:
+def test_decay_is_once_per_cycle_with_a_floor_and_spares_what_was_retrieved(agent_a) -> None:
     token, _ = agent_a
     idle = Memory.objects.get(id=tell(token, "Idle memory about tulips.")["id"])
     used = Memory.objects.get(id=tell(token, "Used memory about the VPN gateway.")["id"])
@@ -231,10 +231,10 @@ def test_decay_is_once_per_cycle_with_a_floor_and_spares_what_was_retrieved(agen
     Memory.objects.filter(pk=used.pk).update(last_accessed_at=now - timedelta(seconds=10))
 
     assert services.memory_lifecycle(now=now)["decayed"] == 2
-    services.memory_lifecycle(now=now + timedelta(seconds=60))  # same cycle: nothing more
+    services.memory_lifecycle(now=now + timedelta(hours=1))  # the next hourly run, same cycle: nothing more
     idle.refresh_from_db(), used.refresh_from_db(), floor.refresh_from_db()
     assert (idle.decay_factor, used.decay_factor, floor.decay_factor) == (pytest.approx(0.9), 1.0, 0.001)
-    services.memory_lifecycle(now=now + timedelta(seconds=settings.MEMORY_LIFECYCLE_SECONDS + 1))
+    services.memory_lifecycle(now=now + timedelta(hours=24, seconds=1))  # the next decay cycle
     idle.refresh_from_db(), used.refresh_from_db()
     assert (idle.decay_factor, used.decay_factor) == (pytest.approx(0.81), pytest.approx(0.9))
 

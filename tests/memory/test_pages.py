@@ -445,8 +445,8 @@ def test_a_memorys_page(memories, tokens) -> None:
 
 
 def test_the_decay_outlook_has_exact_values(memories, settings) -> None:
-    settings.MEMORY_LIFECYCLE_SECONDS = 86400  # one lifecycle cycle a day
     config = MemorySettings.current()
+    assert config.decay_interval_hours == 24  # one decay cycle a day
     memory = Memory(created_at=timezone.now(), decay_factor=0.5)
     now = memory.created_at + timedelta(days=2)
     points = selectors.memory_decay_outlook(memory=memory, config=config, now=now, days=30, samples=31)
