@@ -36,7 +36,9 @@ LLM_INSTRUCTIONS = (
 )
 
 
-def answer_compose(*, question: str, hits: Sequence[ScoredMemory]) -> dict[str, Any]:
+def answer_compose(
+    *, question: str, hits: Sequence[ScoredMemory], question_vector: np.ndarray | None = None
+) -> dict[str, Any]:
     """``{method, text, citations: [{memoryId, sentence?}], fallbackReason?}``; ``method`` is
     ``extractive``, ``llm`` or ``none`` (nothing relevant was remembered)."""
     top = list(hits[:ANSWER_MEMORIES])
@@ -47,15 +49,19 @@ def answer_compose(*, question: str, hits: Sequence[ScoredMemory]) -> dict[str, 
             return _generated(question, top)
         except (llm.LlmUnavailable, llm.LlmBadResponse) as error:
             logger.warning("memory.answer_llm_failed", error=str(error))
-            return {**_extractive(question, top), "fallbackReason": f"The LLM failed: {error}"}
-    return _extractive(question, top)
+            extractive = _extractive(question, top, question_vector)
+            return {**extractive, "fallbackReason": f"The LLM failed: {error}"}
+    return _extractive(question, top, question_vector)
 
 
-def _extractive(question: str, top: Sequence[ScoredMemory]) -> dict[str, Any]:
+def _extractive(
+    question: str, top: Sequence[ScoredMemory], question_vector: np.ndarray | None
+) -> dict[str, Any]:
     pieces = [(hit, sentence) for hit in top for sentence in sentences(hit.memory.content)[:200]]
     if not pieces:
         return {"method": "none", "text": "", "citations": []}
-    question_vector = embed_text(text=question)
+    if question_vector is None:
+        question_vector = embed_text(text=question)
     vectors = embed_texts_cached(texts=[sentence for _, sentence in pieces])
     similarities = vectors @ question_vector
     order = [int(i) for i in np.argsort(-similarities, kind="stable")]
@@ -110,8 +116,11 @@ def ask_result(
     weights: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """What ``ask`` answers an agent (REST and MCP): the ranked memories with their component scores,
-    the answer made from them; the memories returned are reinforced (and their access recorded)."""
+    the answer made from them; the memories returned are reinforced (and their access recorded).
+
+    The settings are read and the question embedded once, for the ranking and the answer alike."""
     config = MemorySettings.current()
+    question_vector = embed_text(text=question)
     hits = memory_ask(
         scope=scope,
         question=question,
@@ -121,9 +130,11 @@ def ask_result(
         threshold=threshold,
         include_superseded=include_superseded,
         weights=weights,
+        config=config,
+        vector=question_vector,
     )
-    answer = answer_compose(question=question, hits=hits)
-    memories_reinforce(hits=[(hit.memory.id, hit.relevance) for hit in hits])
+    answer = answer_compose(question=question, hits=hits, question_vector=question_vector)
+    memories_reinforce(hits=[(hit.memory.id, hit.relevance) for hit in hits], config=config)
     return {
         "question": question,
         "domain": domain,

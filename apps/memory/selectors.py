@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -77,7 +78,7 @@ def weights_check(weights: dict[str, float] | None, config: MemorySettings) -> d
 
 def relevance_components(
     *,
-    memory: Memory,
+    memory: Memory | _Candidate,
     similarity: float,
     question_concepts: Sequence[str],
     domain: str | None,
@@ -124,20 +125,23 @@ def memory_ask(
     include_superseded: bool = False,
     weights: dict[str, float] | None = None,
     memory_type: str | None = None,
+    config: MemorySettings | None = None,
+    vector: np.ndarray | None = None,
 ) -> list[ScoredMemory]:
     """The memories of ``scope`` relevant to ``question``, best first, at or above ``threshold``.
 
     Candidates are the nearest memories by embedding (a filtered HNSW scan in strict order, so the
     scope's filter never makes it come back short), re-ranked by relevance. Reinforcing what was
     found is the caller's decision (``services.memories_reinforce``): an operator browsing must not
-    change what agents are shown.
+    change what agents are shown. ``config`` and the question's ``vector`` may be passed by a caller
+    that already has them.
     """
     text = " ".join((question or "").split())
     if len(text) < 2:
         raise ValidationFailed("The question must hold at least 2 characters.", details={"field": "question"})
     if not 1 <= limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be 1 to {MAX_LIMIT}.", details={"field": "limit"})
-    config = MemorySettings.current()
+    config = config or MemorySettings.current()
     threshold = config.relevance_threshold if threshold is None else threshold
     if not 0.0 <= threshold <= 1.0:
         raise ValidationFailed("threshold must be 0 to 1.", details={"field": "threshold"})
@@ -155,7 +159,26 @@ def memory_ask(
         threshold=threshold,
         weights=chosen_weights,
         config=config,
+        vector=vector,
     )
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """What scoring reads of a candidate: a few columns, not a model instance (building 50 models
+    per ask cost more than the vector search itself; bench/memory.py)."""
+
+    id: uuid.UUID
+    created_at: datetime
+    decay_factor: float
+    access_count: int
+    importance: float
+    domain: str
+    concepts: list[str]
+    distance: float
+
+
+_CANDIDATE_FIELDS = ("id", "created_at", "decay_factor", "access_count", "importance", "domain", "concepts")
 
 
 def memories_rank(
@@ -167,24 +190,29 @@ def memories_rank(
     threshold: float,
     weights: dict[str, float],
     config: MemorySettings,
+    vector: np.ndarray | None = None,
 ) -> list[ScoredMemory]:
-    """``memories`` ranked for ``question`` (the part of ``ask`` the operators' page shares)."""
-    vector = embed_text(text=question)
+    """``memories`` ranked for ``question`` (the part of ``ask`` the operators' page shares).
+
+    The candidates are read as a few columns and scored; only the winners are loaded as memories
+    (with their token, which the operators' page shows), in one more query.
+    """
+    vector = embed_text(text=question) if vector is None else vector
     candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * limit)
     with hnsw_filtered_scan():
-        found = list(
-            memories.select_related("token")
-            .defer("embedding")
-            .annotate(distance=CosineDistance("embedding", vector))
-            .order_by("distance")[:candidates]
+        rows = list(
+            memories.annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance")
+            .values_list(*_CANDIDATE_FIELDS, "distance")[:candidates]
         )
     question_concepts = concepts_extract(question)
     now = timezone.now()
-    scored = []
-    for memory in found:
+    scored: list[tuple[_Candidate, float, dict[str, float]]] = []
+    for row in rows:
+        candidate = _Candidate(*row)
         components = relevance_components(
-            memory=memory,
-            similarity=1.0 - float(memory.distance),
+            memory=candidate,
+            similarity=1.0 - float(candidate.distance),
             question_concepts=question_concepts,
             domain=domain,
             config=config,
@@ -192,9 +220,15 @@ def memories_rank(
         )
         relevance = sum(weights[name] * components[name] for name in COMPONENTS)
         if relevance >= threshold:
-            scored.append(ScoredMemory(memory, relevance, components))
-    scored.sort(key=lambda hit: (-hit.relevance, -hit.components["semantic"], str(hit.memory.id)))
-    return scored[:limit]
+            scored.append((candidate, relevance, components))
+    scored.sort(key=lambda hit: (-hit[1], -hit[2]["semantic"], str(hit[0].id)))
+    winners = scored[:limit]
+    loaded = Memory.objects.select_related("token").defer("embedding").in_bulk([c.id for c, _, _ in winners])
+    return [
+        ScoredMemory(loaded[candidate.id], relevance, components)
+        for candidate, relevance, components in winners
+        if candidate.id in loaded  # removed between the two queries: not returned
+    ]
 
 
 # --- One memory ---------------------------------------------------------------------------------

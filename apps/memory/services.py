@@ -273,12 +273,14 @@ def _reinforce(*, ids: Sequence[uuid.UUID], config: MemorySettings, now: datetim
         )
 
 
-def memories_reinforce(*, hits: Sequence[tuple[uuid.UUID, float]]) -> None:
+def memories_reinforce(
+    *, hits: Sequence[tuple[uuid.UUID, float]], config: MemorySettings | None = None
+) -> None:
     """What ``ask`` does to the memories it returns: reinforce each and record the access."""
     if not hits:
         return
     now = timezone.now()
-    _reinforce(ids=[memory_id for memory_id, _ in hits], config=MemorySettings.current(), now=now)
+    _reinforce(ids=[memory_id for memory_id, _ in hits], config=config or MemorySettings.current(), now=now)
     MemoryAccess.objects.bulk_create(
         [
             MemoryAccess(memory_id=memory_id, accessed_at=now, relevance=relevance)
