@@ -34,11 +34,11 @@ def test_the_page_shows_every_operation_and_its_cells() -> None:
     )
     assert (
         "| `POST /facts` | `wikidata.add_factrun` (rate-limited) "
-        "| login | 403 | 403 | 403 | allowed | 403 | 403 | 403 | 403 | allowed |"
+        "| login | 403 | 403 | 403 | allowed | 403 | 403 | 403 | 403 | 403 | 403 | 403 | allowed |"
     ) in generated
     for operation in (*security.HTTP_OPERATIONS, *security.MCP_OPERATIONS, *security.PAGE_OPERATIONS):
         assert f"| `{operation.name}` |" in generated
-    assert "38 × 7 over HTTP, 14 × 7 over each MCP transport and 16 × 10 pages: 622 cells." in generated
+    assert "49 × 7 over HTTP, 18 × 7 over each MCP transport and 21 × 13 pages: 868 cells." in generated
 
 
 def test_generation_is_deterministic_and_keeps_the_prose() -> None:
