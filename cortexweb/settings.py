@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "apps.knowledge",
     "apps.grounding",
     "apps.memory",
+    "apps.ontology",
     "apps.mcp_server",
 ]
 
