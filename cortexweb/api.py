@@ -54,12 +54,10 @@ api = DocumentedNinjaAPI(
 )
 
 
-@api.exception_handler(ApplicationError)
 def _application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
     return error_response(exc, privileged=sees_upstream_locations(request))
 
 
-@api.exception_handler(ValidationError)
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return error_response(
         ValidationFailed(
@@ -69,12 +67,10 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
     )
 
 
-@api.exception_handler(AuthenticationError)
 def _authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     return error_response(AuthenticationRequired("Send 'Authorization: Bearer <token>'."))
 
 
-@api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, ApplicationError):  # ninja wraps what the body parser raised
         return error_response(exc.__cause__)
@@ -88,12 +84,10 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return error_response(error)
 
 
-@api.exception_handler(Http404)
 def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error_response(NotFound(str(exc) or "Not found."))
 
 
-@api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(PayloadTooLarge("The request body is larger than the server accepts."))
 
@@ -106,9 +100,20 @@ def _dependency_unavailable(request: HttpRequest, exc: Exception) -> HttpRespons
     return error_response(outage)
 
 
-# A database, Redis or broker outage (or a stall past its timeout) is a 503 with Retry-After, never a 500.
-for _outage in OUTAGE_DEPENDENCIES:
-    api.add_exception_handler(_outage, _dependency_unavailable)
+def error_handling_add(target: DocumentedNinjaAPI) -> None:
+    """Every error of ``target`` in the one error shape (``/v1/`` and ``/ontology-agent/``)."""
+    target.add_exception_handler(ApplicationError, _application_error)
+    target.add_exception_handler(ValidationError, _validation_error)
+    target.add_exception_handler(AuthenticationError, _authentication_error)
+    target.add_exception_handler(HttpError, _http_error)
+    target.add_exception_handler(Http404, _not_found)
+    target.add_exception_handler(RequestDataTooBig, _too_big)
+    # A database, Redis or broker outage (or a stall past its timeout) is a 503 with Retry-After, never a 500.
+    for outage in OUTAGE_DEPENDENCIES:
+        target.add_exception_handler(outage, _dependency_unavailable)
+
+
+error_handling_add(api)
 
 
 api.add_router("/embeddings", "apps.embeddings.api.router")
@@ -120,3 +125,16 @@ api.add_router("/knowledge", "apps.knowledge.api.router")
 api.add_router("/knowledge", "apps.grounding.api.knowledge_router")
 api.add_router("/grounding", "apps.grounding.api.router")
 api.add_router("/memory", "apps.memory.api.router")
+
+# The ontology tools (seed 003) keep VisionClaw's paths, /ontology-agent/…, so its clients work
+# unchanged: their own NinjaAPI, same errors, OpenAPI at /ontology-agent/openapi.json.
+ontology_api = DocumentedNinjaAPI(
+    title="CortexWeb ontology agent API",
+    version="1",
+    urls_namespace="ontology-agent",
+    description="VisionClaw's ontology tools over CortexWeb's ontology: reads are anonymous, propose needs "
+    "a token. Requests in camelCase, responses in snake_case. Errors: {error: {code, message, details}}.",
+    parser=JsonBodyParser(),
+)
+error_handling_add(ontology_api)
+ontology_api.add_router("", "apps.ontology.api.router")

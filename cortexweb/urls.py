@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from apps.core import views as core_views
-from cortexweb.api import api
+from cortexweb.api import api, ontology_api
 
 admin.site.site_header = "CortexWeb operations"
 admin.site.site_title = "CortexWeb"
@@ -13,6 +13,7 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("v1/", api.urls),
+    path("ontology-agent/", ontology_api.urls),
     path("api/", include("cortexweb.resources")),
     path("", include("apps.connectors.urls")),
     path("", include("apps.arxiv.urls")),

@@ -34,8 +34,8 @@ from apps.core.logging import accept_or_generate_correlation_id, reset_correlati
 from apps.core.text import printable, text_problem, unstorable_paths, unstorable_text_error
 
 CORRELATION_HEADER = "X-Request-ID"
-API_PREFIXES = ("/v1/", "/api/")
-AGENT_API_PREFIX = "/v1/"
+API_PREFIXES = ("/v1/", "/api/", "/ontology-agent/")
+AGENT_API_PREFIX = ("/v1/", "/ontology-agent/")
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$", re.IGNORECASE)
 # Bytes that can put NUL or a surrogate into a parsed JSON document: a \u escape, a raw NUL, or a
