@@ -171,16 +171,8 @@ def _tell(payload: TellIn, context: CallContext) -> dict[str, Any]:
 
 
 def _ask(payload: AskIn, context: CallContext) -> dict[str, Any]:
-    return memory_answers.ask_result(
-        scope=_memory_scope(context, payload.agent, payload.session),
-        question=payload.question,
-        domain=payload.domain,
-        memory_type=payload.type,
-        limit=payload.limit,
-        threshold=payload.threshold,
-        include_superseded=payload.includeSuperseded,
-        weights=payload.weights.model_dump() if payload.weights else None,
-    )
+    scope = _memory_scope(context, payload.agent, payload.session)
+    return memory_answers.ask_result(scope=scope, **payload.ask_arguments())
 
 
 def _memory_forget(payload: ForgetIn, context: CallContext) -> dict[str, Any]:

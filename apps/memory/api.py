@@ -55,16 +55,8 @@ def tell_batch(request: HttpRequest, payload: TellBatchIn) -> dict[str, Any]:
 
 @router.post("/ask", auth=read_token, response=AskOut, summary="Ask: the memories that matter")
 def ask(request: HttpRequest, payload: AskIn) -> dict[str, Any]:
-    return answers.ask_result(
-        scope=_scope(request, payload.agent, payload.session),
-        question=payload.question,
-        domain=payload.domain,
-        memory_type=payload.type,
-        limit=payload.limit,
-        threshold=payload.threshold,
-        include_superseded=payload.includeSuperseded,
-        weights=payload.weights.model_dump() if payload.weights else None,
-    )
+    scope = _scope(request, payload.agent, payload.session)
+    return answers.ask_result(scope=scope, **payload.ask_arguments())
 
 
 # The file formats of export and import, as OpenAPI documents them (the bodies are not JSON schemas).

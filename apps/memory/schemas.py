@@ -138,6 +138,18 @@ class AskIn(_Namespace):
             raise ValueError("question must hold at least 2 characters besides spaces")
         return text
 
+    def ask_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of ``answers.ask_result`` for this request (besides the scope)."""
+        return {
+            "question": self.question,
+            "domain": self.domain,
+            "memory_type": self.type,
+            "limit": self.limit,
+            "threshold": self.threshold,
+            "include_superseded": self.includeSuperseded,
+            "weights": self.weights.model_dump() if self.weights else None,
+        }
+
 
 class AskOut(Schema):
     question: str
