@@ -165,8 +165,8 @@ def memory_ask(
 
 @dataclass(frozen=True)
 class _Candidate:
-    """What scoring reads of a candidate: a few columns, not a model instance (building 50 models
-    per ask cost more than the vector search itself; bench/memory.py)."""
+    """What scoring reads of a candidate, and its row: a model instance is built only for the winners
+    (building 50 models per ask cost more than the vector search itself; bench/memory.py)."""
 
     id: uuid.UUID
     created_at: datetime
@@ -176,9 +176,13 @@ class _Candidate:
     domain: str
     concepts: list[str]
     distance: float
+    row: tuple[Any, ...]
 
 
-_CANDIDATE_FIELDS = ("id", "created_at", "decay_factor", "access_count", "importance", "domain", "concepts")
+# Every column but the embedding: one query reads what scoring needs and what the winners show.
+_ROW_FIELDS = tuple(field.attname for field in Memory._meta.concrete_fields if field.name != "embedding")
+_SCORED = ("id", "created_at", "decay_factor", "access_count", "importance", "domain", "concepts")
+_SCORED_AT = tuple(_ROW_FIELDS.index(name) for name in _SCORED)
 
 
 def memories_rank(
@@ -194,8 +198,7 @@ def memories_rank(
 ) -> list[ScoredMemory]:
     """``memories`` ranked for ``question`` (the part of ``ask`` the operators' page shares).
 
-    The candidates are read as a few columns and scored; only the winners are loaded as memories
-    (with their token, which the operators' page shows), in one more query.
+    The candidates are read as plain rows in one query and scored; only the winners become memories.
     """
     vector = embed_text(text=question) if vector is None else vector
     candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * limit)
@@ -203,13 +206,14 @@ def memories_rank(
         rows = list(
             memories.annotate(distance=CosineDistance("embedding", vector))
             .order_by("distance")
-            .values_list(*_CANDIDATE_FIELDS, "distance")[:candidates]
+            .values_list(*_ROW_FIELDS, "distance")[:candidates]
         )
     question_concepts = concepts_extract(question)
     now = timezone.now()
     scored: list[tuple[_Candidate, float, dict[str, float]]] = []
     for row in rows:
-        candidate = _Candidate(*row)
+        scored_values = dict(zip(_SCORED, (row[index] for index in _SCORED_AT), strict=True))
+        candidate = _Candidate(**scored_values, distance=row[-1], row=row[:-1])
         components = relevance_components(
             memory=candidate,
             similarity=1.0 - float(candidate.distance),
@@ -222,12 +226,9 @@ def memories_rank(
         if relevance >= threshold:
             scored.append((candidate, relevance, components))
     scored.sort(key=lambda hit: (-hit[1], -hit[2]["semantic"], str(hit[0].id)))
-    winners = scored[:limit]
-    loaded = Memory.objects.select_related("token").defer("embedding").in_bulk([c.id for c, _, _ in winners])
     return [
-        ScoredMemory(loaded[candidate.id], relevance, components)
-        for candidate, relevance, components in winners
-        if candidate.id in loaded  # removed between the two queries: not returned
+        ScoredMemory(Memory.from_db("default", _ROW_FIELDS, candidate.row), relevance, components)
+        for candidate, relevance, components in scored[:limit]
     ]
 
 

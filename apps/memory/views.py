@@ -23,6 +23,7 @@ from uuid import UUID
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -115,6 +116,8 @@ def memory_list(request: HtmxHttpRequest) -> HttpResponse:
             weights=config.weights,
             config=config,
         )
+        # The scope column shows each memory's token: one query for all of them.
+        prefetch_related_objects([hit.memory for hit in hits], "token")
         context["hits"] = [
             {
                 "memory": hit.memory,
