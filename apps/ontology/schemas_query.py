@@ -1,0 +1,50 @@
+"""In/Out schemas of ``POST /ontology-agent/query`` and the MCP tool ``ontology_query`` (seed 003:
+camelCase in, snake_case out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Field, Schema
+
+from apps.core.schemas import StrictSchema
+from apps.ontology.sparql import ROW_CAP, TIME_LIMIT_SECONDS
+from apps.wikidata.sparql import MAX_QUERY_LENGTH
+
+
+class QueryIn(StrictSchema):
+    sparql: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_QUERY_LENGTH,
+        description="A read-only SPARQL SELECT or ASK query over the ontology and its OWL 2 RL inferences. "
+        "The prefixes cw, prov, owl, rdfs, rdf, skos and xsd are declared for you.",
+    )
+
+
+class QueryValidationOut(Schema):
+    valid: bool
+    errors: list[str] = Field(..., description="Why the query was refused or stopped; empty when it ran.")
+    hints: list[str] = Field(..., description="Corrections (did you mean …) and notes (the LIMIT applied).")
+
+
+class QueryResultOut(Schema):
+    columns: list[str]
+    rows: list[dict[str, Any]] = Field(
+        ...,
+        description="One object per solution, column → value (IRIs and literals as strings, numbers and "
+        "booleans as JSON, unbound as null). ASK answers one row {ask: true|false}.",
+    )
+    row_count: int
+    truncated: bool = Field(
+        ..., description=f"True when more than {ROW_CAP} rows matched and only the first {ROW_CAP} are here."
+    )
+
+
+class QueryOut(Schema):
+    success: bool = Field(..., description="The query was valid and ran within the time limit.")
+    validation: QueryValidationOut
+    query_type: str | None = Field(None, description="SELECT or ASK.")
+    result: QueryResultOut | None = Field(
+        None, description=f"Absent when refused or stopped at the {TIME_LIMIT_SECONDS:g} s time limit."
+    )

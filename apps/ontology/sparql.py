@@ -1,0 +1,324 @@
+"""``ontology_query``: read-only SPARQL over the ontology's OWL 2 RL closure (seed 003's Cypher tool,
+as the agentbox bridge does it with SPARQL).
+
+The query runs against the *closure* (``graph.py``), so what the reasoner derives is answerable:
+``?c rdfs:subClassOf cw:CWE74Injection`` finds CWE-89 although its note names only CWE-943.
+
+Validation comes before any evaluation and refuses, with ``errors`` and ``hints``:
+
+- text rdflib's SPARQL 1.1 Query grammar rejects (its message and the line/column in the text sent);
+- updates (INSERT, DELETE, LOAD, CLEAR, …) and ``SERVICE`` anywhere, nested or not — the Wikidata
+  client's guard (``apps.wikidata.sparql.ensure_read_only`` with no service allowed) is reused;
+- ``FROM`` / ``FROM NAMED``: rdflib would fetch those URLs into the dataset;
+- ``CONSTRUCT`` and ``DESCRIBE``: only ``SELECT`` (rows) and ``ASK`` (one boolean row) are served —
+  a class's triples are ``ontology_read``'s job, and a constructed graph cannot be capped by rows;
+- ``cw:`` names that are neither a class nor a property of the ontology, with the nearest class
+  local names as "did you mean" hints.
+
+Nothing is fetched from a URL: the refusals above remove every construct rdflib dereferences
+(``SERVICE`` is sent to its endpoint, ``FROM`` is loaded), and the parsed algebra is checked again
+for ``ServiceGraphPattern`` before it is evaluated.
+
+Bounds. At most :data:`ROW_CAP` rows: a query without ``LIMIT`` (or with a larger one) gets the cap
+and the response says so. rdflib cannot be interrupted, so evaluation runs against a view of the
+closure whose ``triples()`` checks a deadline each time a triple is matched; every join, path and
+sort reads triples, so a cartesian product (or an ``ORDER BY`` over one) is stopped at the time
+limit with an error instead of holding the worker. Work between two triple reads (one huge
+``FILTER`` expression) is not interruptible, but it is bounded by the query's length.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyparsing import ParseException, ParseResults
+from rdflib import Graph, Literal, URIRef
+from rdflib.namespace import OWL, RDF, RDFS, SKOS, XSD
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.evaluate import evalQuery
+from rdflib.plugins.sparql.parser import parseQuery
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.plugins.sparql.processor import SPARQLResult
+from rdflib.term import BNode, Node
+
+from apps.core.errors import ValidationFailed
+from apps.ontology.graph import OntologyGraph, ontology_graph
+from apps.ontology.models import NAMESPACE
+
+# The parser's packrat cache is global: share the Wikidata client's lock rather than race it.
+from apps.wikidata.sparql import _PARSER_LOCK as PARSER_LOCK
+from apps.wikidata.sparql import MAX_QUERY_LENGTH, ensure_read_only
+
+ROW_CAP = 1000
+TIME_LIMIT_SECONDS = 5.0
+SERVED_FORMS = ("SELECT", "ASK")
+STANDARD_PREFIXES: dict[str, str] = {
+    "cw": NAMESPACE,
+    "prov": "http://www.w3.org/ns/prov#",
+    "owl": str(OWL),
+    "rdfs": str(RDFS),
+    "rdf": str(RDF),
+    "skos": str(SKOS),
+    "xsd": str(XSD),
+}
+_DECLARED_PREFIX_RE = re.compile(r"\bPREFIX\s+([A-Za-z][\w.\-]*)?\s*:", re.IGNORECASE)
+# Names in cw: that are not classes: the properties ``graph.asserted_graph`` writes.
+_CW_PROPERTIES = frozenset({"termId", "domain"})
+
+
+class QueryTimedOut(Exception):
+    """The evaluation read triples past its deadline."""
+
+
+@dataclass
+class QueryAnswer:
+    """What ``ontology_query`` answers: the seed's ``validation`` and, when it ran, its QueryResult."""
+
+    valid: bool
+    errors: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    form: str = ""
+    columns: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    executed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        result = None
+        if self.executed:
+            result = {
+                "columns": self.columns,
+                "rows": self.rows,
+                "row_count": len(self.rows),
+                "truncated": self.truncated,
+            }
+        return {
+            "success": self.valid and self.executed and not self.errors,
+            "validation": {"valid": self.valid, "errors": self.errors, "hints": self.hints},
+            "query_type": self.form or None,
+            "result": result,
+        }
+
+
+def prefixes_injected(sparql: str) -> tuple[str, int]:
+    """``(text, offset)``: the standard prefixes the query does not declare, on one line before it;
+    ``offset`` is that line's length (to map parser positions back onto the caller's text)."""
+    declared = {(match.group(1) or "") for match in _DECLARED_PREFIX_RE.finditer(sparql)}
+    missing = [f"PREFIX {name}: <{iri}>" for name, iri in STANDARD_PREFIXES.items() if name not in declared]
+    if not missing:
+        return sparql, 0
+    head = " ".join(missing) + "\n"
+    return head + sparql, len(head)
+
+
+def _position(text: str, loc: int) -> tuple[int, int]:
+    """1-based (line, column) of character ``loc`` of ``text``."""
+    loc = max(0, min(loc, len(text)))
+    line = text.count("\n", 0, loc) + 1
+    column = loc - (text.rfind("\n", 0, loc) + 1) + 1
+    return line, column
+
+
+def _walk(node: Any) -> Iterator[Any]:
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        if isinstance(current, CompValue):
+            pending.extend(current.values())
+        elif isinstance(current, ParseResults | list | tuple):
+            pending.extend(current)
+
+
+def _cw_names(parsed: Any) -> set[str]:
+    """Local names of every ``cw:`` term the query mentions (prefixed or as a full IRI)."""
+    names: set[str] = set()
+    for node in _walk(parsed):
+        if isinstance(node, CompValue) and node.name == "pname" and str(node.get("prefix") or "") == "cw":
+            names.add(str(node.get("localname") or ""))
+        elif isinstance(node, URIRef) and str(node).startswith(NAMESPACE):
+            names.add(str(node)[len(NAMESPACE) :])
+    names.discard("")
+    return names
+
+
+def _unknown_names(names: set[str], graph: OntologyGraph) -> tuple[list[str], list[str]]:
+    """Errors and "did you mean" hints for ``cw:`` names that are neither a class nor a property."""
+    local_names = {iri[len(NAMESPACE) :] for iri in graph.classes if iri.startswith(NAMESPACE)}
+    properties = {
+        str(p)[len(NAMESPACE) :] for p in graph.asserted.predicates() if str(p).startswith(NAMESPACE)
+    }
+    known = local_names | properties | _CW_PROPERTIES
+    by_lower = {name.lower(): name for name in local_names}
+    errors, hints = [], []
+    for name in sorted(names - known):
+        errors.append(f"cw:{name} is not a class or property of the ontology.")
+        close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
+        if close:
+            hints.append(
+                f"cw:{name}: did you mean " + " or ".join(f"`cw:{by_lower[item]}`" for item in close) + "?"
+            )
+        else:
+            hints.append(f"cw:{name}: ontology_discover finds classes by term or definition.")
+    return errors, hints
+
+
+def _limit(parsed: Any) -> int | None:
+    # CompValue.get answers the key's name for a missing key: test membership instead.
+    if "limitoffset" not in parsed[1] or "limit" not in parsed[1]["limitoffset"]:
+        return None
+    return int(parsed[1]["limitoffset"]["limit"])
+
+
+class _DeadlineGraph(Graph):
+    """The closure's store seen through a ``triples()`` that raises :class:`QueryTimedOut` once the
+    deadline has passed: the only way to stop rdflib's evaluation part-way."""
+
+    def __init__(self, source: Graph, *, deadline: float) -> None:
+        super().__init__(
+            store=source.store, identifier=source.identifier, namespace_manager=source.namespace_manager
+        )
+        self._deadline = deadline
+
+    def triples(self, triple: Any) -> Any:  # type: ignore[override]
+        deadline = self._deadline
+        for found in super().triples(triple):
+            if time.monotonic() > deadline:
+                raise QueryTimedOut
+            yield found
+
+
+def _json_value(value: Node | None) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Literal):
+        python = value.toPython()
+        return python if isinstance(python, bool | int | float) else str(value)
+    if isinstance(value, BNode):
+        return f"_:{value}"
+    return str(value)
+
+
+class _Refused(Exception):
+    """A validation refusal: its ``errors`` and ``hints`` go into the answer."""
+
+    def __init__(self, errors: list[str], hints: list[str] | None = None) -> None:
+        super().__init__(errors[0])
+        self.errors = errors
+        self.hints = hints or []
+
+
+def _parsed(sparql: str) -> tuple[Any, str]:
+    """``(parse tree, text with the prefixes)``; ``_Refused`` for what is not one query."""
+    if not sparql.strip():
+        raise _Refused(["The SPARQL query is empty."])
+    if len(sparql) > MAX_QUERY_LENGTH:
+        raise _Refused([f"The SPARQL query is longer than {MAX_QUERY_LENGTH} characters."])
+    text, offset = prefixes_injected(sparql)
+    try:
+        with PARSER_LOCK:
+            return parseQuery(text), text
+    except ParseException as error:
+        # An update does not parse as a query: say it is one rather than where the grammar stopped.
+        try:
+            ensure_read_only(text, allowed_services=frozenset())
+        except ValidationFailed as refusal:
+            raise _Refused([f"{refusal.message}; ontology changes go through ontology_propose."]) from None
+        line, column = _position(sparql, error.loc - offset)
+        raise _Refused([f"SPARQL syntax error at line {line}, column {column}: {error.msg}."]) from None
+
+
+def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
+    """``(form, algebra)`` of a parsed query allowed to run; ``_Refused`` naming what is not."""
+    try:
+        ensure_read_only(text, allowed_services=frozenset())
+    except ValidationFailed as refusal:
+        hints = ["The query runs on the ontology alone; nothing is fetched from a URL."]
+        raise _Refused(
+            [refusal.message], hints if refusal.details.get("keyword") == "SERVICE" else []
+        ) from None
+    form = str(getattr(parsed[1], "name", "")).removesuffix("Query").upper()
+    if form not in SERVED_FORMS:
+        raise _Refused(
+            [f"{form} queries are not served here; only SELECT and ASK."],
+            ["Select the triples as rows (SELECT ?s ?p ?o WHERE { … }), or use ontology_read."],
+        )
+    if "datasetClause" in parsed[1]:
+        raise _Refused(["FROM and FROM NAMED are not allowed: the query runs on the ontology graph only."])
+    try:
+        query = translateQuery(parsed)
+    except Exception as error:  # noqa: BLE001 - rdflib raises bare Exception for unknown prefixes
+        raise _Refused(
+            [f"SPARQL error: {error}."],
+            ["Declared without PREFIX: " + ", ".join(f"{name}:" for name in STANDARD_PREFIXES)],
+        ) from None
+    # Again on the algebra rdflib will evaluate: a SERVICE there would be sent to its endpoint.
+    if any(
+        isinstance(node, CompValue) and node.name == "ServiceGraphPattern" for node in _walk(query.algebra)
+    ):
+        raise _Refused(["federated SPARQL queries are not allowed; found SERVICE"])
+    errors, hints = _unknown_names(_cw_names(parsed), graph)
+    if errors:
+        raise _Refused(errors, hints)
+    return form, query
+
+
+def query_validate(sparql: str, graph: OntologyGraph) -> tuple[QueryAnswer, Any]:
+    """The validation of ``sparql`` (prefixes injected) and, when valid, its translated algebra."""
+    try:
+        parsed, text = _parsed(sparql)
+        form, query = _checked(parsed, text, graph)
+    except _Refused as refusal:
+        return QueryAnswer(valid=False, errors=refusal.errors, hints=refusal.hints), None
+    answer = QueryAnswer(valid=True, form=form)
+    limit = _limit(parsed) if form == "SELECT" else None
+    if form == "SELECT" and limit is None:
+        answer.hints.append(f"The query has no LIMIT: LIMIT {ROW_CAP} (the row cap) was applied.")
+    elif limit is not None and limit > ROW_CAP:
+        answer.hints.append(f"LIMIT {limit} is above the row cap: at most {ROW_CAP} rows are returned.")
+    return answer, query
+
+
+def ontology_query(
+    *, sparql: str, row_cap: int = ROW_CAP, time_limit: float = TIME_LIMIT_SECONDS
+) -> dict[str, Any]:
+    """Validate ``sparql`` and run it on the ontology's closure: the seed's ``validation`` plus
+    ``result`` ``{columns, rows: [{column: value}], row_count, truncated}`` (``None`` when refused).
+
+    Values: IRIs and other literals as strings, numbers and booleans as JSON, unbound as ``null``.
+    """
+    graph = ontology_graph()
+    answer, query = query_validate(sparql, graph)
+    if query is None:
+        return answer.as_dict()
+    view = _DeadlineGraph(graph.closure, deadline=time.monotonic() + time_limit)
+    try:
+        result = SPARQLResult(evalQuery(view, query, {}))
+        if answer.form == "ASK":
+            answer.columns, answer.rows = ["ask"], [{"ask": bool(result.askAnswer)}]
+        else:
+            answer.columns = [str(var) for var in result.vars or []]
+            for row in result:
+                if len(answer.rows) >= row_cap:
+                    answer.truncated = True
+                    break
+                answer.rows.append(
+                    {column: _json_value(value) for column, value in zip(answer.columns, row, strict=True)}
+                )  # type: ignore[arg-type]
+    except QueryTimedOut:
+        answer.errors.append(
+            f"The query ran past the {time_limit:g} s time limit and was stopped "
+            f"({len(answer.rows)} rows read); no partial result is returned."
+        )
+        answer.hints.append(
+            "Bind the patterns to each other (shared variables) or to known classes, and add a LIMIT."
+        )
+        answer.rows = []
+        return answer.as_dict()
+    answer.executed = True
+    return answer.as_dict()
