@@ -8,6 +8,7 @@ connector registry does), so a process that heard of it rebuilds from exactly th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +73,21 @@ def ontology_load(*, notes: Iterable[tuple[Note, str]]) -> int:
     return len(notes)
 
 
-def ontology_load_default_if_empty() -> int:
+@dataclass(frozen=True)
+class OntologyLoaded:
+    classes: int
+    version: int
+
+    def summary(self) -> str:
+        return f"{self.classes} ontology classes (version {self.version})"
+
+
+def ontology_load_default_if_empty() -> OntologyLoaded | None:
     """``make run``'s default data: the starter ontology, when there is no class yet."""
     if OntologyClass.objects.exists():
-        return 0
-    return ontology_load(notes=notes_read(notes_folder()))
+        return None
+    count = ontology_load(notes=notes_read(notes_folder()))
+    return OntologyLoaded(classes=count, version=OntologyState.objects.get(pk=1).version)
 
 
 def ontology_version_bump() -> int:

@@ -50,8 +50,10 @@ def test_a_broken_note_is_refused_naming_the_property(text: str, field: str) -> 
 
 @pytest.mark.django_db
 def test_the_loader_stores_embeds_and_bumps_the_version_and_the_graph_infers() -> None:
-    assert services.ontology_load_default_if_empty() >= 80
-    assert services.ontology_load_default_if_empty() == 0  # only when empty
+    loaded = services.ontology_load_default_if_empty()
+    assert loaded is not None and loaded.classes >= 80
+    assert loaded.summary() == f"{loaded.classes} ontology classes (version 1)"
+    assert services.ontology_load_default_if_empty() is None  # only when empty
     assert OntologyState.objects.get().version == 1
     assert not OntologyClass.objects.filter(embedding__isnull=True).exists()
     graph = ontology_graph()
