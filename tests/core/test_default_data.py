@@ -15,6 +15,7 @@ def test_each_app_registers_its_loader_in_installed_apps_order() -> None:
         "apps.connectors.services.manifest_load_default_if_empty",
         "apps.knowledge.services.knowledge_load_default_if_empty",
         "apps.grounding.services.grounding_agents_load_default_if_empty",
+        "apps.ontology.services.ontology_load_default_if_empty",
     ]
 
 
