@@ -27,6 +27,7 @@ logger = get_logger(__name__)
 ANSWER_MEMORIES = 3  # the top memories an answer is made from
 ANSWER_SENTENCES = 3
 MIN_SENTENCE_SIMILARITY = 0.25  # below: the sentence does not speak to the question
+SENTENCE_MARGIN = 0.15  # a sentence this much less similar than the best one is left out
 _CITATION_RE = re.compile(r"\[([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\]")
 
 LLM_INSTRUCTIONS = (
@@ -65,7 +66,9 @@ def _extractive(
     vectors = embed_texts_cached(texts=[sentence for _, sentence in pieces])
     similarities = vectors @ question_vector
     order = [int(i) for i in np.argsort(-similarities, kind="stable")]
-    chosen = [i for i in order if similarities[i] >= MIN_SENTENCE_SIMILARITY][:ANSWER_SENTENCES] or order[:1]
+    # Sentences that speak to the question about as well as the best one does; at least the best.
+    floor = max(MIN_SENTENCE_SIMILARITY, float(similarities[order[0]]) - SENTENCE_MARGIN)
+    chosen = [i for i in order if similarities[i] >= floor][:ANSWER_SENTENCES] or order[:1]
     # Read in the order the memories were ranked, then the order of the sentences within each.
     chosen.sort()
     return {
