@@ -1,6 +1,6 @@
-"""Both OpenAPI documents tell the truth: Schemathesis generates requests from `/v1/openapi.json`
-and `/api/openapi.json` (examples, coverage and fuzzing phases, bounded examples) and sends them
-through the real Django application with an admin token.
+"""The OpenAPI documents tell the truth: Schemathesis generates requests from `/v1/openapi.json`,
+`/api/openapi.json` and `/ontology-agent/openapi.json` (examples, coverage and fuzzing phases,
+bounded examples) and sends them through the real Django application with an admin token.
 
 Enforced on every response: no server error, every status and content type documented, headers
 and bodies as documented, and auth honoured. Two of Schemathesis's checks are reported, not
@@ -28,6 +28,7 @@ from schemathesis.specs.openapi import checks as openapi_checks
 
 from apps.connectors.services import manifest_import
 from apps.core.models import TokenScope
+from apps.ontology import services
 
 DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / "config" / "connectors.manifest.json"
 
@@ -63,6 +64,13 @@ def v1_schema(wsgi_application):
 @pytest.fixture
 def resource_schema(wsgi_application):
     return schemathesis.openapi.from_wsgi("/api/openapi.json", wsgi_application)
+
+
+@pytest.fixture
+def ontology_schema(wsgi_application):
+    # Answers carry real classes: the starter ontology (make run loads it too).
+    services.ontology_load_default_if_empty()
+    return schemathesis.openapi.from_wsgi("/ontology-agent/openapi.json", wsgi_application)
 
 
 @pytest.fixture
@@ -115,4 +123,9 @@ def test_v1_answers_only_what_its_document_says(v1_schema, admin_token) -> None:
 
 def test_api_answers_only_what_its_document_says(resource_schema, admin_token) -> None:
     violations = _violations(resource_schema, admin_token)
+    assert violations == [], "\n\n".join(violations)
+
+
+def test_ontology_agent_answers_only_what_its_document_says(ontology_schema, admin_token) -> None:
+    violations = _violations(ontology_schema, admin_token)
     assert violations == [], "\n\n".join(violations)

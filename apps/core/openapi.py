@@ -75,6 +75,7 @@ EMBEDDING_VIEWS = frozenset(
         "apps.memory.api.tell_batch",
         "apps.memory.api.ask",
         "apps.memory.api.memories_import",  # embeds the memories a file has no vector for
+        "apps.ontology.api.discover",  # embeds the query
     }
 )
 
@@ -87,6 +88,9 @@ BODY_LOOKUP_VIEWS = frozenset(
         "apps.connectors.api.call_tool",
         "apps.memory.api.tell",  # supersedes
         "apps.memory.api.tell_batch",
+        "apps.ontology.api.discover",  # domain
+        "apps.ontology.api.read",  # iri
+        "apps.ontology.api.traverse",  # startIri
     }
 )
 # Operations that can conflict with what is stored: 409.

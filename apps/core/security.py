@@ -102,6 +102,7 @@ WRITE = TokenScope.WRITE
 V1 = "/v1/"
 API = "/api/"
 OPS = "operations"
+ONTOLOGY = "/ontology-agent/"
 
 HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(V1, "GET /v1/connectors/service-map", None, "the signed service map"),
@@ -154,6 +155,12 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
             ),
         )
     ),
+    # The ontology read tools (seed 003): anonymous by contract.
+    Operation(ONTOLOGY, "POST /ontology-agent/discover", None, "find ontology classes for a text"),
+    Operation(ONTOLOGY, "POST /ontology-agent/read", None, "one ontology class as an enriched note"),
+    Operation(ONTOLOGY, "POST /ontology-agent/traverse", None, "walk the ontology from a class"),
+    Operation(ONTOLOGY, "POST /ontology-agent/validate", None, "check candidate axioms"),
+    Operation(ONTOLOGY, "GET /ontology-agent/status", None, "the ontology service's health"),
     Operation(OPS, "GET /metrics from CORTEX_METRICS_ALLOW_NETWORKS", None, "Prometheus metrics"),
     Operation(OPS, "GET /metrics from any other address", READ, "Prometheus metrics"),
     Operation(OPS, "GET /healthz", None, "liveness"),
@@ -177,6 +184,11 @@ MCP_OPERATIONS: tuple[Operation, ...] = (
     Operation(MCP, "tools/call ask", READ, "as POST /v1/memory/ask"),
     Operation(MCP, "tools/call memory.forget", WRITE, "as POST /v1/memory/{memory_id}/forget"),
     Operation(MCP, "tools/call memory.export", READ, "as GET /v1/memory/export"),
+    Operation(MCP, "tools/call ontology_discover", None, "as POST /ontology-agent/discover"),
+    Operation(MCP, "tools/call ontology_read", None, "as POST /ontology-agent/read"),
+    Operation(MCP, "tools/call ontology_traverse", None, "as POST /ontology-agent/traverse"),
+    Operation(MCP, "tools/call ontology_validate", None, "as POST /ontology-agent/validate"),
+    Operation(MCP, "tools/call ontology_status", None, "as GET /ontology-agent/status"),
     Operation(MCP, CATALOGUE_TOOL, UPSTREAM, "as POST /v1/tools/call"),
     Operation(MCP, "resources/read cortexweb://service-map", None, "the signed service map"),
     Operation(MCP, "resources/read cortexweb://facts/runs/{id}", READ, "a fact run"),
@@ -405,7 +417,7 @@ def security_docs_generated() -> str:
         "|---|---|",
         *(f"| `{scope}` | {text} |" for scope, text in SCOPES.items()),
         "",
-        "### `/v1/`, `/api/`, `/metrics` and the probes",
+        "### `/v1/`, `/api/`, `/ontology-agent/`, `/metrics` and the probes",
         "",
         f"Outcomes: `{ALLOWED}` (past authorisation; the operation may still refuse bad input), "
         f"`{UNAUTHENTICATED}` (`authentication_required`), `{FORBIDDEN}` (`permission_denied`), both in "

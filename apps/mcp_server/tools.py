@@ -35,6 +35,18 @@ from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 from apps.memory import answers as memory_answers
 from apps.memory import services as memory_services
 from apps.memory.schemas import AskIn, AskOut, ExportIn, ExportOut, ForgetIn, ForgetOut, TellIn, TellOut
+from apps.ontology import selectors as ontology_selectors
+from apps.ontology.schemas import (
+    DiscoverIn,
+    DiscoverOut,
+    ReadIn,
+    ReadOut,
+    StatusOut,
+    TraverseIn,
+    TraverseOut,
+    ValidateIn,
+    ValidateOut,
+)
 from apps.wikidata import selectors as wikidata_selectors
 from apps.wikidata import services as wikidata_services
 from apps.wikidata.schemas import FactQueryIn, FactRunOut
@@ -188,6 +200,33 @@ def _memory_export(payload: ExportIn, context: CallContext) -> dict[str, Any]:
     return {"format": payload.format, "mediaType": media_type, "count": count, "content": content}
 
 
+# The ontology read tools (seed 003): public like their /ontology-agent/ twins, the same selectors.
+def _ontology_discover(payload: DiscoverIn, context: CallContext) -> dict[str, Any]:
+    results = ontology_selectors.ontology_discover(
+        query=payload.query, limit=payload.limit, domain=payload.domain
+    )
+    return {"success": True, "count": len(results), "results": results}
+
+
+def _ontology_read(payload: ReadIn, context: CallContext) -> dict[str, Any]:
+    return {"success": True, "note": ontology_selectors.ontology_read(iri=payload.iri)}
+
+
+def _ontology_traverse(payload: TraverseIn, context: CallContext) -> dict[str, Any]:
+    traversal = ontology_selectors.ontology_traverse(
+        start_iri=payload.startIri, depth=payload.depth, relationship_types=payload.relationshipTypes
+    )
+    return {"success": True, "traversal": traversal}
+
+
+def _ontology_validate(payload: ValidateIn, context: CallContext) -> dict[str, Any]:
+    return ontology_selectors.ontology_validate(axioms=[axiom.dict() for axiom in payload.axioms])
+
+
+def _ontology_status(payload: NoArguments, context: CallContext) -> dict[str, Any]:
+    return ontology_selectors.ontology_status()
+
+
 # --- Human-readable text beside the structured result ----------------------------------------
 
 
@@ -281,6 +320,45 @@ def _export_summary(result: dict[str, Any]) -> str:
 def _plan_summary(result: dict[str, Any]) -> str:
     steps = [f"{step['order']}. {step['tool']} ({step['purpose']})" for step in result["steps"]]
     return "\n".join([f"Plan for {result['intent']}: {result['query']!r}", *steps])
+
+
+def _discover_summary(result: dict[str, Any]) -> str:
+    lines = [f"{result['count']} ontology classes:"]
+    lines += [
+        f"- {item['preferred_term']} <{item['iri']}> (relevance {item['relevance_score']}"
+        + (", reached through an inferred subclass" if item["whelk_inferred"] else "")
+        + ")"
+        for item in result["results"]
+    ]
+    return "\n".join(lines)
+
+
+def _read_summary(result: dict[str, Any]) -> str:
+    note = result["note"]
+    inferred = sum(1 for axiom in note["whelk_axioms"] if axiom["is_inferred"])
+    return (
+        f"{note['preferred_term']} <{note['iri']}> ({note['term_id']}): {len(note['whelk_axioms'])} axioms "
+        f"({inferred} inferred), {len(note['related_notes'])} related notes.\n\n{note['schema_context']}"
+    )
+
+
+def _traverse_summary(result: dict[str, Any]) -> str:
+    traversal = result["traversal"]
+    nodes, edges = len(traversal["nodes"]), len(traversal["edges"])
+    return f"From <{traversal['start_iri']}>: {nodes} classes, {edges} edges."
+
+
+def _validate_summary(result: dict[str, Any]) -> str:
+    head = f"{result['axiom_count']} axioms: " + ("valid." if result["valid"] else "not valid.")
+    errors = [f"error: {error}" for error in result["errors"]]
+    return "\n".join([head, *errors, *(f"hint: {hint}" for hint in result["hints"])])
+
+
+def _ontology_status_summary(result: dict[str, Any]) -> str:
+    return (
+        f"{result['service']} is {result['status']}: ontology version {result['ontology_version']}, "
+        f"{result['class_count']} classes; tools: {', '.join(result['capabilities'])}."
+    )
 
 
 CORTEX_TOOLS: tuple[CortexTool, ...] = (
@@ -449,6 +527,66 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         output_model=ExportOut,
         handler=_memory_export,
         summary=_export_summary,
+    ),
+    CortexTool(
+        name="ontology_discover",
+        title="Find ontology classes (ontology_discover)",
+        description="Ontology classes matching a text lexically (terms, alternative terms, definitions) or "
+        "by meaning (embeddings), expanded down the class hierarchy and scored. whelk_inferred marks a "
+        "result reached only through a subsumption the OWL 2 RL reasoner inferred. Public, like POST "
+        "/ontology-agent/discover.",
+        input_model=DiscoverIn,
+        output_model=DiscoverOut,
+        handler=_ontology_discover,
+        summary=_discover_summary,
+        scope=None,
+    ),
+    CortexTool(
+        name="ontology_read",
+        title="Read an ontology class (ontology_read)",
+        description="One class (full IRI or cw:Name) as an enriched note: markdown, metadata, axioms "
+        "asserted and inferred (is_inferred), related notes with direction, and a schema_context for "
+        "writing SPARQL. Public, like POST /ontology-agent/read.",
+        input_model=ReadIn,
+        output_model=ReadOut,
+        handler=_ontology_read,
+        summary=_read_summary,
+        scope=None,
+    ),
+    CortexTool(
+        name="ontology_traverse",
+        title="Walk the ontology from a class (ontology_traverse)",
+        description="Breadth-first from startIri over subclass edges (both ways), disjointness and note "
+        "relationships, depth 1 to 5 (default 3), optionally only relationshipTypes. Public, like POST "
+        "/ontology-agent/traverse.",
+        input_model=TraverseIn,
+        output_model=TraverseOut,
+        handler=_ontology_traverse,
+        summary=_traverse_summary,
+        scope=None,
+    ),
+    CortexTool(
+        name="ontology_validate",
+        title="Check candidate axioms (ontology_validate)",
+        description="Checks axioms {axiom_type, subject, object} against the ontology and its OWL 2 RL "
+        "closure: unknown classes, subclass cycles, disjointness contradictions are errors; valid only "
+        "without errors. Public, like POST /ontology-agent/validate.",
+        input_model=ValidateIn,
+        output_model=ValidateOut,
+        handler=_ontology_validate,
+        summary=_validate_summary,
+        scope=None,
+    ),
+    CortexTool(
+        name="ontology_status",
+        title="Ontology service health (ontology_status)",
+        description="Health, the ontology tools offered, the ontology version, class count and graph build "
+        "time. Public, like GET /ontology-agent/status.",
+        input_model=NoArguments,
+        output_model=StatusOut,
+        handler=_ontology_status,
+        summary=_ontology_status_summary,
+        scope=None,
     ),
 )
 

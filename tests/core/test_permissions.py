@@ -113,6 +113,13 @@ HTTP_PROBES: dict[str, Probe] = {
     "GET /api/fact-runs/{id}/": Probe("GET", f"/api/fact-runs/{UNKNOWN_UUID}/", 404),
     "GET /api/memories/": Probe("GET", "/api/memories/", 200),
     "GET /api/memories/{id}/": Probe("GET", f"/api/memories/{UNKNOWN_UUID}/", 404),
+    "POST /ontology-agent/discover": Probe("POST", "/ontology-agent/discover", 422, {}),
+    "POST /ontology-agent/read": Probe("POST", "/ontology-agent/read", 404, {"iri": "cw:NoSuchClass"}),
+    "POST /ontology-agent/traverse": Probe(
+        "POST", "/ontology-agent/traverse", 422, {"startIri": "cw:X", "depth": 9}
+    ),
+    "POST /ontology-agent/validate": Probe("POST", "/ontology-agent/validate", 422, {"axioms": []}),
+    "GET /ontology-agent/status": Probe("GET", "/ontology-agent/status", 200),
     "GET /metrics from CORTEX_METRICS_ALLOW_NETWORKS": Probe("GET", "/metrics", 200),
     "GET /metrics from any other address": Probe("GET", "/metrics", 200, remote_addr=OUTSIDE),
     "GET /healthz": Probe("GET", "/healthz", 200),
@@ -144,6 +151,13 @@ MCP_PROBES: dict[str, McpProbe] = {
     "tools/call ask": McpProbe("tools/call", "ask", "validation_error"),
     "tools/call memory.forget": McpProbe("tools/call", "memory.forget", "not_found", {"id": UNKNOWN_UUID}),
     "tools/call memory.export": McpProbe("tools/call", "memory.export", "ok"),
+    "tools/call ontology_discover": McpProbe("tools/call", "ontology_discover", "validation_error"),
+    "tools/call ontology_read": McpProbe(
+        "tools/call", "ontology_read", "not_found", {"iri": "cw:NoSuchClass"}
+    ),
+    "tools/call ontology_traverse": McpProbe("tools/call", "ontology_traverse", "validation_error"),
+    "tools/call ontology_validate": McpProbe("tools/call", "ontology_validate", "validation_error"),
+    "tools/call ontology_status": McpProbe("tools/call", "ontology_status", "ok"),
     security.CATALOGUE_TOOL: McpProbe("tools/call", REGISTRY_TOOL, "ok", {"entity_id": "Q42"}),
     "resources/read cortexweb://service-map": McpProbe("resources/read", "cortexweb://service-map", "ok"),
     "resources/read cortexweb://facts/runs/{id}": McpProbe(
@@ -430,6 +444,20 @@ def test_the_table_lists_every_v1_and_api_operation() -> None:
     assert set(HTTP_PROBES) == {operation.name for operation in HTTP_OPERATIONS}
 
 
+def test_the_table_lists_every_ontology_agent_operation() -> None:
+    from cortexweb.api import ontology_api
+
+    served = {
+        f"{method.upper()} {path}"
+        for path, operations in ontology_api.get_openapi_schema()["paths"].items()
+        for method in operations
+    }
+    listed = {operation.name for operation in HTTP_OPERATIONS if operation.surface == security.ONTOLOGY}
+    assert listed <= served
+    # query and propose get their rows with their MCP tools; then this is an equality.
+    assert served - listed <= {"POST /ontology-agent/query", "POST /ontology-agent/propose"}
+
+
 def test_the_table_lists_every_mcp_tool_and_resource() -> None:
     listed = {operation.name for operation in MCP_OPERATIONS}
     tools = {f"tools/call {tool.name}" for tool in CORTEX_TOOLS} | {security.CATALOGUE_TOOL}
@@ -462,7 +490,7 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (49, 7), "mcp": (18, 7), "pages": (21, 13)}
+    assert security.matrix_size() == {"http": (54, 7), "mcp": (23, 7), "pages": (21, 13)}
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------

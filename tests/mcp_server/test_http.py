@@ -34,6 +34,11 @@ OWN_TOOLS = [
     "ask",
     "memory.forget",
     "memory.export",
+    "ontology_discover",
+    "ontology_read",
+    "ontology_traverse",
+    "ontology_validate",
+    "ontology_status",
 ]
 CATALOGUE_TOOLS = [
     "wikidata.vector_search_items",
