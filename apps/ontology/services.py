@@ -62,7 +62,7 @@ def ontology_load(*, notes: Iterable[tuple[Note, str]]) -> int:
     duplicated = sorted({term for term in term_ids if term_ids.count(term) > 1})
     if duplicated:
         raise ValidationFailed(f"Term ids used twice: {', '.join(duplicated)}.")
-    vectors = embed_texts(texts=[embedding_text(note) for note, _ in notes]) if notes else []
+    vectors = list(embed_texts(texts=[embedding_text(note) for note, _ in notes])) if notes else []
     with transaction.atomic():
         for (note, text), vector in zip(notes, vectors, strict=True):
             OntologyClass.objects.update_or_create(
