@@ -185,7 +185,7 @@ class _DeadlineGraph(Graph):
         )
         self._deadline = deadline
 
-    def triples(self, triple: Any) -> Any:  # type: ignore[override]
+    def triples(self, triple: Any) -> Any:
         deadline = self._deadline
         for found in super().triples(triple):
             if time.monotonic() > deadline:
@@ -307,9 +307,10 @@ def ontology_query(
                 if len(answer.rows) >= row_cap:
                     answer.truncated = True
                     break
+                values: Any = row  # a ResultRow for SELECT (rdflib types the iteration for every form)
                 answer.rows.append(
-                    {column: _json_value(value) for column, value in zip(answer.columns, row, strict=True)}
-                )  # type: ignore[arg-type]
+                    {column: _json_value(value) for column, value in zip(answer.columns, values, strict=True)}
+                )
     except QueryTimedOut:
         answer.errors.append(
             f"The query ran past the {time_limit:g} s time limit and was stopped "
