@@ -9,12 +9,85 @@ from django.http import HttpRequest
 from ninja import Router
 
 from apps.core.auth import write_token
-from apps.ontology import proposals
+from apps.ontology import proposals, selectors
 from apps.ontology import sparql as ontology_sparql
+from apps.ontology.schemas import (
+    DiscoverIn,
+    DiscoverOut,
+    ReadIn,
+    ReadOut,
+    StatusOut,
+    TraverseIn,
+    TraverseOut,
+    ValidateIn,
+    ValidateOut,
+)
 from apps.ontology.schemas_propose import ProposeIn, ProposeOut
 from apps.ontology.schemas_query import QueryIn, QueryOut
 
 router = Router(tags=["ontology"])
+
+# The read tools (ontology_discover, _read, _traverse, _validate, _status): anonymous, as the seed
+# says; no auth= on purpose. Their MCP twins in apps/mcp_server/tools.py call the same selectors.
+
+
+@router.post(
+    "/discover",
+    response=DiscoverOut,
+    summary="Find ontology classes for a text (ontology_discover)",
+    description="Lexical (terms, alternative terms, definitions) and semantic (embedding) matches, expanded "
+    "down the class hierarchy, scored; whelk_inferred marks results reached only through a subsumption the "
+    "OWL 2 RL reasoner inferred.",
+)
+def discover(request: HttpRequest, payload: DiscoverIn) -> dict[str, Any]:
+    results = selectors.ontology_discover(query=payload.query, limit=payload.limit, domain=payload.domain)
+    return {"success": True, "count": len(results), "results": results}
+
+
+@router.post(
+    "/read",
+    response=ReadOut,
+    summary="Read one class as an enriched note (ontology_read)",
+    description="The note's markdown, metadata, axioms asserted and inferred (is_inferred), related notes "
+    "with their direction, and a schema_context text for writing SPARQL. Unknown IRI: 404 with suggestions.",
+)
+def read(request: HttpRequest, payload: ReadIn) -> dict[str, Any]:
+    return {"success": True, "note": selectors.ontology_read(iri=payload.iri)}
+
+
+@router.post(
+    "/traverse",
+    response=TraverseOut,
+    summary="Walk the ontology breadth-first from a class (ontology_traverse)",
+    description="Subclass edges both ways, disjointness and note relationships, depth 1 to 5, each class "
+    "once.",
+)
+def traverse(request: HttpRequest, payload: TraverseIn) -> dict[str, Any]:
+    traversal = selectors.ontology_traverse(
+        start_iri=payload.startIri, depth=payload.depth, relationship_types=payload.relationshipTypes
+    )
+    return {"success": True, "traversal": traversal}
+
+
+@router.post(
+    "/validate",
+    response=ValidateOut,
+    summary="Check candidate axioms against the ontology (ontology_validate)",
+    description="Unknown classes, subclass cycles, disjointness contradicted by the closure: errors; what "
+    "already holds and did-you-mean: hints. valid only when there is no error.",
+)
+def validate(request: HttpRequest, payload: ValidateIn) -> dict[str, Any]:
+    return selectors.ontology_validate(axioms=[axiom.dict() for axiom in payload.axioms])
+
+
+@router.get(
+    "/status",
+    response=StatusOut,
+    summary="Health and capabilities (ontology_status)",
+    description="healthy when the ontology has classes and none is unsatisfiable; the tools it offers.",
+)
+def status(request: HttpRequest) -> dict[str, Any]:
+    return selectors.ontology_status()
 
 
 @router.post(
