@@ -42,7 +42,8 @@ TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gat
 	apps/wikidata/ranking.py apps/wikidata/selectors.py apps/core/ratelimit.py apps/core/runs.py apps/core/http.py \
 	apps/core/llm.py apps/grounding/contradictions.py apps/embeddings/fields.py \
 	apps/memory/selectors.py apps/memory/answers.py apps/memory/text.py apps/memory/rdf.py \
-	apps/memory/views.py apps/memory/charts.py apps/ontology/selectors.py
+	apps/memory/views.py apps/memory/charts.py apps/ontology/selectors.py \
+	apps/ontology/sparql.py apps/ontology/proposals.py
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

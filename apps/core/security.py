@@ -47,8 +47,11 @@ SCOPES: dict[str, str] = {
     "ground a message. A claim about a named entity is also checked against Wikidata (one fact run "
     "per claim); that lookup is part of the verification.",
     TokenScope.WRITE: "Write agent memory: `tell`, pin, forget and import memories. A token only ever "
-    "reads and writes its own memories (plus those an operator shared in a domain), whatever its scopes.",
-    TokenScope.PROPOSE: "Ontology proposals (still to come). No operation needs it today.",
+    "reads and writes its own memories (plus those an operator shared in a domain), whatever its scopes. "
+    "Also propose ontology changes (`ontology_propose`, 20 a minute per token): proposals are only staged; "
+    "an operator merges or rejects them in the admin.",
+    TokenScope.PROPOSE: "Reserved. Ontology proposals need `write` (issue 14, as the seed asks); this scope "
+    "grants nothing today.",
     TokenScope.ADMIN: "Everything: implies every other scope, and is the only scope that writes the "
     "registry through `/api/` (create, update and delete connectors and tools).",
 }
@@ -161,6 +164,8 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(ONTOLOGY, "POST /ontology-agent/traverse", None, "walk the ontology from a class"),
     Operation(ONTOLOGY, "POST /ontology-agent/validate", None, "check candidate axioms"),
     Operation(ONTOLOGY, "GET /ontology-agent/status", None, "the ontology service's health"),
+    Operation(ONTOLOGY, "POST /ontology-agent/query", None, "read-only SPARQL over the ontology"),
+    Operation(ONTOLOGY, "POST /ontology-agent/propose", WRITE, "propose a class or amendment (staged)"),
     Operation(OPS, "GET /metrics from CORTEX_METRICS_ALLOW_NETWORKS", None, "Prometheus metrics"),
     Operation(OPS, "GET /metrics from any other address", READ, "Prometheus metrics"),
     Operation(OPS, "GET /healthz", None, "liveness"),
@@ -189,6 +194,8 @@ MCP_OPERATIONS: tuple[Operation, ...] = (
     Operation(MCP, "tools/call ontology_traverse", None, "as POST /ontology-agent/traverse"),
     Operation(MCP, "tools/call ontology_validate", None, "as POST /ontology-agent/validate"),
     Operation(MCP, "tools/call ontology_status", None, "as GET /ontology-agent/status"),
+    Operation(MCP, "tools/call ontology_query", None, "as POST /ontology-agent/query"),
+    Operation(MCP, "tools/call ontology_propose", WRITE, "as POST /ontology-agent/propose"),
     Operation(MCP, CATALOGUE_TOOL, UPSTREAM, "as POST /v1/tools/call"),
     Operation(MCP, "resources/read cortexweb://service-map", None, "the signed service map"),
     Operation(MCP, "resources/read cortexweb://facts/runs/{id}", READ, "a fact run"),

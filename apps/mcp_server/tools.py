@@ -35,7 +35,9 @@ from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 from apps.memory import answers as memory_answers
 from apps.memory import services as memory_services
 from apps.memory.schemas import AskIn, AskOut, ExportIn, ExportOut, ForgetIn, ForgetOut, TellIn, TellOut
+from apps.ontology import proposals as ontology_proposals
 from apps.ontology import selectors as ontology_selectors
+from apps.ontology import sparql as ontology_sparql
 from apps.ontology.schemas import (
     DiscoverIn,
     DiscoverOut,
@@ -47,6 +49,8 @@ from apps.ontology.schemas import (
     ValidateIn,
     ValidateOut,
 )
+from apps.ontology.schemas_propose import ProposeIn, ProposeOut
+from apps.ontology.schemas_query import QueryIn, QueryOut
 from apps.wikidata import selectors as wikidata_selectors
 from apps.wikidata import services as wikidata_services
 from apps.wikidata.schemas import FactQueryIn, FactRunOut
@@ -227,6 +231,22 @@ def _ontology_status(payload: NoArguments, context: CallContext) -> dict[str, An
     return ontology_selectors.ontology_status()
 
 
+def _ontology_query(payload: QueryIn, context: CallContext) -> dict[str, Any]:
+    return ontology_sparql.ontology_query(sparql=payload.sparql)
+
+
+def _ontology_propose(payload: ProposeIn, context: CallContext) -> dict[str, Any]:
+    # The write scope was checked before the handler; the identity is the token's, never the body's.
+    if context.token is None:
+        raise AuthenticationRequired("ontology_propose needs a bearer token with the write scope.")
+    result = ontology_proposals.ontology_propose(
+        token=context.token,
+        proposal=payload.proposal.model_dump(),
+        agent_context=payload.agentContext.model_dump(exclude_none=True),
+    )
+    return {"success": True, "proposal": result}
+
+
 # --- Human-readable text beside the structured result ----------------------------------------
 
 
@@ -352,6 +372,28 @@ def _validate_summary(result: dict[str, Any]) -> str:
     head = f"{result['axiom_count']} axioms: " + ("valid." if result["valid"] else "not valid.")
     errors = [f"error: {error}" for error in result["errors"]]
     return "\n".join([head, *errors, *(f"hint: {hint}" for hint in result["hints"])])
+
+
+def _ontology_query_summary(result: dict[str, Any]) -> str:
+    validation, table = result["validation"], result["result"]
+    lines = [f"error: {error}" for error in validation["errors"]]
+    if table is not None:
+        lines.append(f"{table['row_count']} rows" + (" (capped)" if table["truncated"] else "") + ":")
+        lines += ["\t".join(table["columns"])]
+        lines += [
+            "\t".join(str(row.get(column, "")) for column in table["columns"]) for row in table["rows"][:50]
+        ]
+    return "\n".join([*lines, *(f"hint: {hint}" for hint in validation["hints"])])
+
+
+def _ontology_propose_summary(result: dict[str, Any]) -> str:
+    proposal = result["proposal"]
+    consistency = proposal["consistency"]
+    verdict = "consistent" if consistency["consistent"] else f"inconsistent: {consistency['explanation']}"
+    return (
+        f"Proposal {proposal['proposal_id']} ({proposal['action']} <{proposal['target_iri']}>) staged for "
+        f"review; {verdict}; quality {proposal['quality_score']:.2f}.\n\n{proposal['markdown_preview']}"
+    )
 
 
 def _ontology_status_summary(result: dict[str, Any]) -> str:
@@ -554,6 +596,19 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         scope=None,
     ),
     CortexTool(
+        name="ontology_query",
+        title="Read-only SPARQL over the ontology (ontology_query)",
+        description="Validates, then runs a SPARQL SELECT or ASK query on the ontology and its OWL 2 RL "
+        "inferences (prefixes cw, prov, owl, rdfs, rdf, skos, xsd declared). Refused with errors and hints: "
+        "syntax errors, updates, SERVICE, FROM, CONSTRUCT/DESCRIBE, unknown cw: names. At most 1000 rows "
+        "within 5 s. Public, like POST /ontology-agent/query.",
+        input_model=QueryIn,
+        output_model=QueryOut,
+        handler=_ontology_query,
+        summary=_ontology_query_summary,
+        scope=None,
+    ),
+    CortexTool(
         name="ontology_traverse",
         title="Walk the ontology from a class (ontology_traverse)",
         description="Breadth-first from startIri over subclass edges (both ways), disjointness and note "
@@ -564,6 +619,21 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         handler=_ontology_traverse,
         summary=_traverse_summary,
         scope=None,
+    ),
+    CortexTool(
+        name="ontology_propose",
+        title="Propose a class or an amendment for review (ontology_propose)",
+        description="Stages a new class (action create) or an amendment (action amend) for an operator: "
+        "checked for consistency (unknown parents, subclass cycles, disjointness, owl:Nothing) with an "
+        "explanation, scored 0-1 and rendered as a note (with a diff for amend). Needs the write scope; 20 a "
+        "minute per token; agent_id and user_id come from the token. As POST /ontology-agent/propose.",
+        input_model=ProposeIn,
+        output_model=ProposeOut,
+        handler=_ontology_propose,
+        summary=_ontology_propose_summary,
+        scope=TokenScope.WRITE,
+        read_only=False,
+        idempotent=False,
     ),
     CortexTool(
         name="ontology_validate",

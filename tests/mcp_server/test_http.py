@@ -36,7 +36,9 @@ OWN_TOOLS = [
     "memory.export",
     "ontology_discover",
     "ontology_read",
+    "ontology_query",
     "ontology_traverse",
+    "ontology_propose",
     "ontology_validate",
     "ontology_status",
 ]

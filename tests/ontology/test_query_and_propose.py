@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from apps.core.errors import Conflict, ValidationFailed
+from apps.mcp_server.services import Caller, mcp_tool_call
 from apps.ontology import graph as ontology_graph_module
 from apps.ontology import services
 from apps.ontology.graph import ontology_graph
@@ -407,3 +408,28 @@ def test_three_processes_proposing_with_one_token_get_exactly_twenty(ontology: N
     statuses = [status for _, host_statuses, _ in finished for status in host_statuses]
     assert sorted(statuses) == [200] * 20 + [429] * (PROCESSES * PROPOSALS_EACH - 20)
     assert OntologyProposal.objects.filter(token=token).count() == 20
+
+
+# -------------------------------------------------------------------------------------------------- MCP
+
+
+def test_the_mcp_tools_answer_as_their_http_twins(ontology: None, writer: tuple[Any, Client]) -> None:
+    token, _ = writer
+    sparql = "SELECT ?c WHERE { ?c rdfs:subClassOf cw:CWE943ImproperNeutralizationInDataQueryLogic } LIMIT 10"
+    anonymous = Caller(transport="mcp-http", token=None)
+    outcome = mcp_tool_call(name="ontology_query", arguments={"sparql": sparql}, caller=anonymous)
+    assert outcome.is_error is False and outcome.structured == query(sparql)
+    refused = mcp_tool_call(name="ontology_propose", arguments={"proposal": CREATE}, caller=anonymous)
+    assert refused.is_error is True and refused.text.startswith("authentication_required:")
+    staged = mcp_tool_call(
+        name="ontology_propose",
+        arguments={"proposal": CREATE, "agentContext": {"agent_id": "spoofed"}},
+        caller=Caller(transport="mcp-http", token=token),
+    )
+    assert staged.is_error is False, staged.text
+    assert staged.structured["proposal"]["status"] == "staged"
+    row = OntologyProposal.objects.get(pk=staged.structured["proposal"]["proposal_id"])
+    assert (
+        row.agent_context["agent_id"] == f"token:{token.prefix}"
+        and row.agent_context["claimed_agent_id"] == "spoofed"
+    )
