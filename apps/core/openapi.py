@@ -91,10 +91,17 @@ BODY_LOOKUP_VIEWS = frozenset(
         "apps.ontology.api.discover",  # domain
         "apps.ontology.api.read",  # iri
         "apps.ontology.api.traverse",  # startIri
+        "apps.ontology.api.propose",  # an amendment's target_iri
     }
 )
 # Operations that can conflict with what is stored: 409.
-CONFLICT_VIEWS = frozenset({"apps.memory.api.tell", "apps.memory.api.tell_batch"})
+CONFLICT_VIEWS = frozenset(
+    {
+        "apps.memory.api.tell",
+        "apps.memory.api.tell_batch",
+        "apps.ontology.api.propose",  # creating a class that exists
+    }
+)
 # Operations whose body is a file read from the request itself (no body model): 413 and 415 too.
 RAW_BODY_VIEWS = frozenset({"apps.memory.api.memories_import"})
 

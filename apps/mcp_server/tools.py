@@ -242,7 +242,7 @@ def _ontology_propose(payload: ProposeIn, context: CallContext) -> dict[str, Any
     result = ontology_proposals.ontology_propose(
         token=context.token,
         proposal=payload.proposal.model_dump(),
-        agent_context=payload.agentContext.model_dump(exclude_none=True),
+        agent_context=payload.agentContext.model_dump(exclude_none=True) if payload.agentContext else {},
     )
     return {"success": True, "proposal": result}
 

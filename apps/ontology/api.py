@@ -116,6 +116,6 @@ def propose(request: HttpRequest, payload: ProposeIn) -> dict[str, Any]:
     result = proposals.ontology_propose(
         token=request.auth,  # type: ignore[attr-defined]
         proposal=payload.proposal.model_dump(),
-        agent_context=payload.agentContext.model_dump(exclude_none=True),
+        agent_context=payload.agentContext.model_dump(exclude_none=True) if payload.agentContext else {},
     )
     return {"success": True, "proposal": result}

@@ -79,7 +79,9 @@ class AgentContextIn(StrictSchema):
 
 class ProposeIn(StrictSchema):
     proposal: Annotated[CreateProposalIn | AmendProposalIn, Field(discriminator="action")]
-    agentContext: AgentContextIn = Field(default_factory=AgentContextIn)
+    agentContext: AgentContextIn | None = Field(
+        None, description="Who is proposing, as the agent says; agent_id and user_id come from the token."
+    )
 
 
 class ProblemOut(Schema):
