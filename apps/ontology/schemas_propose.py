@@ -34,7 +34,7 @@ class CreateProposalIn(StrictSchema):
     is_subclass_of: list[ClassName] = Field(
         default_factory=list, max_length=20, description="Parent classes (cw:Name, prov:Entity or full IRIs)."
     )
-    relationships: dict[RelationshipType, list[ClassName]] = Field(
+    relationships: dict[RelationshipType, list[ClassName]] = Field(  # type: ignore[valid-type]
         default_factory=dict, description="Typed relationships: has-part, requires, mitigates, … → classes."
     )
     alt_terms: list[Term] = Field(default_factory=list, max_length=50)
