@@ -228,6 +228,8 @@ REVIEWER = "grounding.review_verification"
 MEMORY_READER = "memory.view_memory"
 MEMORY_EDITOR = "memory.change_memory"
 MEMORY_REMOVER = "memory.delete_memory"
+ONTOLOGY_READER = "ontology.view_ontologyproposal"
+ONTOLOGY_REVIEWER = "ontology.change_ontologyproposal"
 
 
 @dataclass(frozen=True)
@@ -246,7 +248,7 @@ PAGE_COLUMNS: tuple[Role, ...] = (
     Role("anonymous", signed_in=False, staff=False, what="not signed in"),
     Role(
         "not staff",
-        (FACT_ASKER, SEARCHER, REVIEWER, MEMORY_EDITOR, MEMORY_REMOVER),
+        (FACT_ASKER, SEARCHER, REVIEWER, MEMORY_EDITOR, MEMORY_REMOVER, ONTOLOGY_REVIEWER),
         staff=False,
         what="signed in, holding the page permissions, but not staff",
     ),
@@ -260,6 +262,10 @@ PAGE_COLUMNS: tuple[Role, ...] = (
     Role("memory reader", (MEMORY_READER,), what=f"staff with `{MEMORY_READER}`"),
     Role("memory editor", (MEMORY_EDITOR,), what=f"staff with `{MEMORY_EDITOR}` (pin, fade)"),
     Role("memory remover", (MEMORY_REMOVER,), what=f"staff with `{MEMORY_REMOVER}` (remove)"),
+    Role("proposal reader", (ONTOLOGY_READER,), what=f"staff with `{ONTOLOGY_READER}`"),
+    Role(
+        "proposal reviewer", (ONTOLOGY_REVIEWER,), what=f"staff with `{ONTOLOGY_REVIEWER}` (approve, reject)"
+    ),
     Role("superuser", superuser=True, what="holds every permission"),
 )
 
@@ -357,6 +363,44 @@ PAGE_OPERATIONS: tuple[PageOperation, ...] = (
         "memory:memory_forget",
         (MEMORY_REMOVER,),
         "remove a memory",
+        rate_limited=True,
+    ),
+    PageOperation(
+        "GET /ontology", "ontology:ontology_index", None, "search the ontology, its classes by domain"
+    ),
+    PageOperation(
+        "GET /ontology/<LocalName>",
+        "ontology:class_detail",
+        None,
+        "a class: definition, hierarchy (inferred superclasses marked), relationships, neighbourhood graph",
+    ),
+    PageOperation(
+        "GET /ontology/export.ttl",
+        "ontology:export_ttl",
+        None,
+        "the ontology as Turtle (`?inferred=true`: the closure)",
+    ),
+    PageOperation(
+        "GET /ontology/export.zip", "ontology:export_zip", None, "the notes as markdown, zipped by domain"
+    ),
+    PageOperation(
+        "GET /ontology/proposals",
+        "ontology:proposal_list",
+        (ONTOLOGY_READER, ONTOLOGY_REVIEWER),
+        "agents' ontology proposals with their check, score, note preview and diff",
+    ),
+    PageOperation(
+        "POST /ontology/proposals/<id>/approve",
+        "ontology:proposal_approve",
+        (ONTOLOGY_REVIEWER,),
+        "merge a proposal (bumps the ontology version)",
+        rate_limited=True,
+    ),
+    PageOperation(
+        "POST /ontology/proposals/<id>/reject",
+        "ontology:proposal_reject",
+        (ONTOLOGY_REVIEWER,),
+        "reject a proposal, saying why",
         rate_limited=True,
     ),
     PageOperation("GET /events", "core_pages:events", STAFF, "live events (payloads carry agents' input)"),

@@ -201,6 +201,17 @@ PAGE_PROBES: dict[str, Probe] = {
     "POST /memories/<id>/forget mode=remove": Probe(
         "POST", f"/memories/{UNKNOWN_UUID}/forget", 404, {"mode": "remove"}
     ),
+    "GET /ontology": Probe("GET", "/ontology", 200),
+    "GET /ontology/<LocalName>": Probe("GET", "/ontology/NoSuchClass", 404),
+    "GET /ontology/export.ttl": Probe("GET", "/ontology/export.ttl", 200),
+    "GET /ontology/export.zip": Probe("GET", "/ontology/export.zip", 200),
+    "GET /ontology/proposals": Probe("GET", "/ontology/proposals", 200),
+    "POST /ontology/proposals/<id>/approve": Probe(
+        "POST", f"/ontology/proposals/{UNKNOWN_UUID}/approve", 404, {}
+    ),
+    "POST /ontology/proposals/<id>/reject": Probe(
+        "POST", f"/ontology/proposals/{UNKNOWN_UUID}/reject", 404, {"note": "no"}
+    ),
     "GET /events": Probe("GET", "/events", 200),
 }
 
@@ -481,11 +492,20 @@ def test_the_table_lists_every_page() -> None:
     from apps.core import urls_pages
     from apps.grounding import urls as grounding_urls
     from apps.memory import urls as memory_urls
+    from apps.ontology import urls as ontology_urls
     from apps.wikidata import urls as wikidata_urls
 
     names = {
         f"{module.app_name}:{pattern.name}"
-        for module in (connector_urls, arxiv_urls, wikidata_urls, grounding_urls, memory_urls, urls_pages)
+        for module in (
+            connector_urls,
+            arxiv_urls,
+            wikidata_urls,
+            grounding_urls,
+            memory_urls,
+            ontology_urls,
+            urls_pages,
+        )
         for pattern in module.urlpatterns
     }
     assert {operation.url_name for operation in PAGE_OPERATIONS} == names
@@ -493,7 +513,7 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (56, 7), "mcp": (25, 7), "pages": (21, 13)}
+    assert security.matrix_size() == {"http": (56, 7), "mcp": (25, 7), "pages": (28, 15)}
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------

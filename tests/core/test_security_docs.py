@@ -33,12 +33,12 @@ def test_the_page_shows_every_operation_and_its_cells() -> None:
         in (generated)
     )
     assert (
-        "| `POST /facts` | `wikidata.add_factrun` (rate-limited) "
-        "| login | 403 | 403 | 403 | allowed | 403 | 403 | 403 | 403 | 403 | 403 | 403 | allowed |"
+        "| `POST /facts` | `wikidata.add_factrun` (rate-limited) | login | 403 | 403 | 403 | allowed "
+        "| 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | allowed |"
     ) in generated
     for operation in (*security.HTTP_OPERATIONS, *security.MCP_OPERATIONS, *security.PAGE_OPERATIONS):
         assert f"| `{operation.name}` |" in generated
-    assert "49 × 7 over HTTP, 18 × 7 over each MCP transport and 21 × 13 pages: 868 cells." in generated
+    assert "56 × 7 over HTTP, 25 × 7 over each MCP transport and 28 × 15 pages: 1162 cells." in generated
 
 
 def test_generation_is_deterministic_and_keeps_the_prose() -> None:
