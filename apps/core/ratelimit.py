@@ -71,6 +71,24 @@ redis.call('SET', KEYS[1], now, 'PX', math.ceil(interval / 1000) + 1000)
 return {1, 0}
 """
 
+# KEYS[1] = window log (a sorted set of grant times), ARGV = window_us, limit, member suffix.
+# Grants when fewer than ``limit`` grants lie within the last window. Returns {granted, wait_us}:
+# for a refusal, how long until the oldest grant in the window leaves it.
+_WINDOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1000)
+  return {1, 0}
+end
+local oldest = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
+return {0, oldest + window - now}
+"""
+
 # KEYS[1] = lock key, ARGV[1] = owner token. Deletes only the caller's own lock.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -170,6 +188,47 @@ class RateLimiter:
 
     def reset(self) -> None:
         """Forget all reservations (operators, tests)."""
+        self.redis.delete(self.key)
+
+
+class WindowLimiter:
+    """At most ``limit`` grants in any ``window`` seconds, for every process (a sliding log in Redis).
+
+    Where a contract says "N a minute" and means it to the request — ``ontology_propose``'s 20 a
+    minute per token — a token bucket (``RateLimiter``) admits more: its burst, then a slot per
+    interval as the minute goes on. This never admits the (N+1)th within the window.
+    """
+
+    def __init__(
+        self, name: str, *, limit: int, window: float, redis_client: redis.Redis | None = None
+    ) -> None:
+        if limit < 1 or window <= 0:
+            raise ValueError("limit must be at least 1 and window positive")
+        self.name = name
+        self.limit = limit
+        self.window = window
+        self.key = f"{KEY_PREFIX}window:{name}"
+        self._redis = redis_client
+
+    @property
+    def redis(self) -> redis.Redis:
+        return self._redis or get_redis()
+
+    def check(self) -> None:
+        """Take a grant now or raise ``RateLimited`` with when one frees up (an HTTP 429)."""
+        granted, wait_us = self.redis.eval(
+            _WINDOW, 1, self.key, round(self.window * 1_000_000), self.limit, secrets.token_hex(6)
+        )
+        if not granted:
+            metrics.rate_limited_total.labels(limiter=self.name).inc()
+            wait = int(wait_us) / 1_000_000
+            raise RateLimited(
+                f"Rate limit '{self.name}' is saturated; retry after {wait:.1f} s.",
+                retry_after=wait,
+                details={"limiter": self.name},
+            )
+
+    def reset(self) -> None:
         self.redis.delete(self.key)
 
 

@@ -44,7 +44,7 @@ from rdflib.namespace import OWL, RDF
 from apps.core.errors import Conflict, NotFound, RateLimited, ValidationFailed
 from apps.core.logging import get_logger
 from apps.core.models import ApiToken
-from apps.core.ratelimit import RateLimiter
+from apps.core.ratelimit import WindowLimiter
 from apps.embeddings.services import embed_texts
 from apps.ontology.graph import OntologyGraph, ontology_graph, subclass_cycles
 from apps.ontology.models import (
@@ -108,12 +108,10 @@ FULL_DEFINITION_WORDS = 25
 # ------------------------------------------------------------------------------------------- limit
 
 
-def propose_limiter(*, token: ApiToken) -> RateLimiter:
-    """20 proposals a minute per token, shared by every process (Redis): a burst of 20, then one slot
-    every 3 s — so 20 is the most any 60 s window starting from a full bucket admits at once."""
-    return RateLimiter(
-        f"ontology-propose:token:{token.pk}", interval=60.0 / PROPOSALS_PER_MINUTE, burst=PROPOSALS_PER_MINUTE
-    )
+def propose_limiter(*, token: ApiToken) -> WindowLimiter:
+    """20 proposals a minute per token, shared by every process (Redis): never a 21st within any
+    60 s, as the seed's per-minute limit says (a token bucket would admit more as the minute goes on)."""
+    return WindowLimiter(f"ontology-propose:token:{token.pk}", limit=PROPOSALS_PER_MINUTE, window=60.0)
 
 
 def propose_rate_check(*, token: ApiToken) -> None:

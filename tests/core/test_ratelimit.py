@@ -16,7 +16,7 @@ import redis
 from django.conf import settings
 
 from apps.core.errors import RateLimited
-from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
+from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter, WindowLimiter
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -212,3 +212,15 @@ def test_minimum_spacing_holds_between_actual_sends(name: str) -> None:
     waited = spacing.claim()
     assert 0.15 <= waited <= 0.2
     assert time.monotonic() - started >= 0.19
+
+
+def test_a_window_limiter_never_grants_more_than_its_limit_within_the_window() -> None:
+    limiter = WindowLimiter("test:window", limit=3, window=0.5)
+    limiter.reset()
+    for _ in range(3):
+        limiter.check()
+    with pytest.raises(RateLimited) as refused:
+        limiter.check()
+    assert 0 < refused.value.retry_after <= 0.5
+    time.sleep(0.55)
+    limiter.check()  # the first grants left the window

@@ -370,12 +370,12 @@ def test_the_twenty_first_proposal_in_a_minute_gets_429_with_the_wait(
         "target_iri": CW + "CWE89SqlInjection",
         "amendment": {"add_alt_terms": ["SQLi"]},
     }
-    ontology_graph()  # built first: a build (seconds) between two proposals would let a refill slot in
     assert [propose(client, amend).status_code for _ in range(20)] == [200] * 20
     refused = propose(client, amend)
     assert refused.status_code == 429
+    # The first of the 20 leaves the 60 s window first: the wait is the rest of its minute.
     wait = refused.json()["error"]["details"]["retryAfter"]
-    assert 0 < wait <= 3 and refused["Retry-After"] == str(math.ceil(wait))
+    assert 0 < wait <= 60 and refused["Retry-After"] == str(math.ceil(wait))
 
 
 PROCESSES, PROPOSALS_EACH = 3, 12
@@ -403,8 +403,8 @@ def test_three_processes_proposing_with_one_token_get_exactly_twenty(ontology: N
         for host in hosts:
             host.join(timeout=60)
     assert [host.exitcode for host in hosts] == [0] * PROCESSES
-    # Within the limiter's first slot after the burst (3 s), so no refill slot could be granted.
-    assert time.monotonic() - began < 3, [seconds for _, _, seconds in finished]
+    # All within the limiter's 60 s window: exactly 20 may pass, however the processes interleave.
+    assert time.monotonic() - began < 60, [seconds for _, _, seconds in finished]
     statuses = [status for _, host_statuses, _ in finished for status in host_statuses]
     assert sorted(statuses) == [200] * 20 + [429] * (PROCESSES * PROPOSALS_EACH - 20)
     assert OntologyProposal.objects.filter(token=token).count() == 20
