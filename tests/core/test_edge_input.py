@@ -363,7 +363,7 @@ def _page_urls() -> list[str]:
             route = (
                 str(pattern.pattern) + str(inner.pattern) if inner is not pattern else str(pattern.pattern)
             )
-            if "<" in route or route.startswith(("api/", "v1/", "admin/", "^")):
+            if "<" in route or route.startswith(("api/", "v1/", "ontology-agent/", "admin/", "^")):
                 continue
             urls.append("/" + route)
     return sorted(set(urls))
