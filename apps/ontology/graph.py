@@ -14,6 +14,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import owlrl
 from rdflib import RDF, RDFS, Graph, Literal, Namespace, URIRef
@@ -54,6 +55,31 @@ class OntologyGraph:
     def is_inferred(self, subject: str, predicate: URIRef, obj: str) -> bool:
         triple = (URIRef(subject), predicate, URIRef(obj))
         return triple not in self.asserted and triple in self.closure
+
+    @cached_property
+    def cw_local_names(self) -> frozenset[str]:
+        """The ontology's own class names (``cw:`` local names), computed once per version."""
+        return frozenset(iri[len(NAMESPACE) :] for iri in self.classes if iri.startswith(NAMESPACE))
+
+    @cached_property
+    def cw_properties(self) -> frozenset[str]:
+        """The ``cw:`` properties the asserted graph uses, computed once per version (walking every
+        triple per query cost most of a query's time at 10k classes; bench/ontology.py)."""
+        return frozenset(
+            str(p)[len(NAMESPACE) :] for p in set(self.asserted.predicates()) if str(p).startswith(NAMESPACE)
+        )
+
+    @cached_property
+    def incoming(self) -> dict[str, list[tuple[str, str]]]:
+        """Object IRI → ``(subject, kind)`` of every note relationship and disjointness pointing at it
+        (``kind`` is the relationship name or ``disjointWith``), built once per version."""
+        index: dict[str, list[tuple[str, str]]] = {}
+        for other in self.classes.values():
+            for item in other.relationships:
+                index.setdefault(item["target"], []).append((other.iri, item["type"]))
+            for target in other.disjoint_iris:
+                index.setdefault(target, []).append((other.iri, "disjointWith"))
+        return index
 
     def inferred_ancestors(self, iri: str) -> set[str]:
         """Superclasses of ``iri`` only the reasoner found (not an asserted parent)."""

@@ -285,14 +285,7 @@ def _discovery_result(graph: OntologyGraph, candidate: _Candidate) -> dict[str, 
 
 def _incoming(graph: OntologyGraph, iri: str) -> list[tuple[str, str]]:
     """(subject, kind) of every note relationship and disjointness whose object is ``iri``."""
-    found = []
-    for other in graph.classes.values():
-        for item in other.relationships:
-            if item["target"] == iri:
-                found.append((other.iri, item["type"]))
-        if iri in other.disjoint_iris:
-            found.append((other.iri, DISJOINT_WITH))
-    return found
+    return list(graph.incoming.get(iri, ()))
 
 
 def _axioms(graph: OntologyGraph, cls: OntologyClass) -> list[dict[str, Any]]:
@@ -447,12 +440,7 @@ def ontology_traverse(
     allowed = set(relationship_types) if relationship_types is not None else set(EDGE_TYPES)
     graph = ontology_graph()
     start = class_get(graph, start_iri, field="startIri")
-    incoming: dict[str, list[tuple[str, str]]] = {}
-    for other in graph.classes.values():
-        for item in other.relationships:
-            incoming.setdefault(item["target"], []).append((other.iri, item["type"]))
-        for target in other.disjoint_iris:
-            incoming.setdefault(target, []).append((other.iri, DISJOINT_WITH))
+    incoming = graph.incoming  # built once per ontology version
     depths = {start.iri: 0}
     nodes = [start]
     edges: dict[tuple[str, str, str], None] = {}

@@ -149,11 +149,8 @@ def _cw_names(parsed: Any) -> set[str]:
 
 def _unknown_names(names: set[str], graph: OntologyGraph) -> tuple[list[str], list[str]]:
     """Errors and "did you mean" hints for ``cw:`` names that are neither a class nor a property."""
-    local_names = {iri[len(NAMESPACE) :] for iri in graph.classes if iri.startswith(NAMESPACE)}
-    properties = {
-        str(p)[len(NAMESPACE) :] for p in graph.asserted.predicates() if str(p).startswith(NAMESPACE)
-    }
-    known = local_names | properties | _CW_PROPERTIES
+    local_names = graph.cw_local_names
+    known = local_names | graph.cw_properties | _CW_PROPERTIES
     by_lower = {name.lower(): name for name in local_names}
     errors, hints = [], []
     for name in sorted(names - known):
