@@ -15,6 +15,9 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django_htmx.middleware import HtmxDetails
 
+from apps.core.errors import RateLimited
+from apps.core.services import page_submission_check
+
 
 class HtmxHttpRequest(HttpRequest):
     """A request as ``HtmxMiddleware`` leaves it (for type checking: ``request.htmx``)."""
@@ -51,6 +54,17 @@ def login_redirect(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx:
         return HttpResponse(status=204, headers={"HX-Redirect": login_url})
     return HttpResponseRedirect(login_url)
+
+
+def page_submission_refusal(user: Any) -> tuple[str, int, str | None]:
+    """Count one page submission (``services.page_submission_check``): ``("", 400, None)`` when it
+    may go on, else the refusal's message, status (429) and ``Retry-After`` for a page that shows
+    the refusal itself instead of raising it."""
+    try:
+        page_submission_check(user=user)
+    except RateLimited as refusal:
+        return refusal.message, refusal.status_code, refusal.headers().get("Retry-After")
+    return "", 400, None
 
 
 def page_role_granted(user: Any, perms: tuple[str, ...]) -> bool:

@@ -32,9 +32,14 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.core.errors import ApplicationError, NotFound, RateLimited
-from apps.core.pages import HtmxHttpRequest, page_role_granted, permission_page, render_page_or_fragment
-from apps.core.services import page_submission_check
+from apps.core.errors import ApplicationError, NotFound
+from apps.core.pages import (
+    HtmxHttpRequest,
+    page_role_granted,
+    page_submission_refusal,
+    permission_page,
+    render_page_or_fragment,
+)
 from apps.memory import charts, selectors, services
 from apps.memory.forms import ForgetForm, MemoryBrowseForm, PinForm
 from apps.memory.models import Memory, MemorySettings, MemoryType
@@ -222,15 +227,7 @@ def _submission(
     request: HtmxHttpRequest, memory: Memory, form: PinForm | ForgetForm, act: Callable[[dict[str, Any]], str]
 ) -> HttpResponse:
     """Count the submission, validate the form, act, and answer as the module docstring says."""
-    error, status, retry_after = "", 400, None
-    try:
-        page_submission_check(user=_operator(request))
-    except RateLimited as refusal:
-        error, status, retry_after = (
-            refusal.message,
-            refusal.status_code,
-            refusal.headers().get("Retry-After"),
-        )
+    error, status, retry_after = page_submission_refusal(_operator(request))
     notice = ""
     if not error:
         if form.is_valid():

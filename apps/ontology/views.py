@@ -23,9 +23,14 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.core.errors import ApplicationError, NotFound, RateLimited
-from apps.core.pages import HtmxHttpRequest, page_role_granted, permission_page, render_page_or_fragment
-from apps.core.services import page_submission_check
+from apps.core.errors import ApplicationError, NotFound
+from apps.core.pages import (
+    HtmxHttpRequest,
+    page_role_granted,
+    page_submission_refusal,
+    permission_page,
+    render_page_or_fragment,
+)
 from apps.ontology import browse, charts
 from apps.ontology.graph import ontology_graph
 from apps.ontology.models import OntologyProposal, ProposalStatus
@@ -147,15 +152,8 @@ def proposal_reject_page(request: HtmxHttpRequest, proposal_id: UUID) -> HttpRes
 def _review(request: HtmxHttpRequest, proposal_id: UUID, *, approve: bool) -> HttpResponse:
     if not OntologyProposal.objects.filter(pk=proposal_id).exists():
         raise Http404(f"No proposal {proposal_id}.")
-    error, status, retry_after, notice = "", 400, None, ""
-    try:
-        page_submission_check(user=_operator(request))
-    except RateLimited as refusal:
-        error, status, retry_after = (
-            refusal.message,
-            refusal.status_code,
-            refusal.headers().get("Retry-After"),
-        )
+    error, status, retry_after = page_submission_refusal(_operator(request))
+    notice = ""
     if not error:
         reason = request.POST.get("note", "").strip()
         try:
