@@ -382,6 +382,16 @@ LLM_API_KEY = env.str("LLM_API_KEY", default="")  # a secret: from the environme
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=20.0)
 LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=512)
 
+# The grounding judges' NLI model (apps/grounding/model_judges.py): an NLI cross-encoder behind
+# Hugging Face text-embeddings-inference; POST <GROUNDING_NLI_URL>/predict. Empty = no NLI judge.
+GROUNDING_NLI_URL = env.str("GROUNDING_NLI_URL", default="")
+GROUNDING_NLI_API_KEY = env.str("GROUNDING_NLI_API_KEY", default="")  # a secret: from the environment only
+# What LABEL_0, LABEL_1 … mean, for models that answer with those (cross-encoder/nli-deberta-v3-*'s
+# order); named labels (entailment, ENTAILMENT …) are read as they are.
+GROUNDING_NLI_LABELS = env.list("GROUNDING_NLI_LABELS", default=["contradiction", "entailment", "neutral"])
+# The least probability of entailment (contradiction) on which the NLI judge says supported (contradicted).
+GROUNDING_NLI_MIN_SCORE = env.float("GROUNDING_NLI_MIN_SCORE", default=0.5)
+
 # --- Logging: structured JSON on stdout ------------------------------------------------
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

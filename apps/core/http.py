@@ -17,6 +17,7 @@ import functools
 import math
 import random
 import ssl
+import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
@@ -121,6 +122,23 @@ def build_mcp_async_client(
         follow_redirects=False,
         event_hooks=event_hooks or {},
     )
+
+
+def timeout_until(deadline: float | None, *, read: float) -> httpx.Timeout | None:
+    """The timeout of one request that must be over by ``deadline`` (a ``time.monotonic()`` instant).
+
+    Reads and writes wait at most ``read`` seconds and never past the deadline; connecting and
+    taking a pooled connection at most ``CORTEX_HTTP_CONNECT_TIMEOUT``, no longer than that.
+    ``None`` when the deadline has passed (the request should not be sent). Without a deadline,
+    just ``read`` (and the connect timeout).
+    """
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        read = min(read, left)
+    connect = min(float(settings.CORTEX_HTTP_CONNECT_TIMEOUT), read)
+    return httpx.Timeout(read, connect=connect, pool=connect)
 
 
 def full_jitter_delay(

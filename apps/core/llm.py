@@ -42,7 +42,7 @@ from django.conf import settings
 from prometheus_client import Counter, Histogram
 
 from apps.core.errors import UpstreamError
-from apps.core.http import build_client, parse_retry_after
+from apps.core.http import build_client, parse_retry_after, timeout_until
 from apps.core.logging import get_logger
 from apps.core.retries import RetryPolicy, call_with_retries
 
@@ -225,21 +225,17 @@ def _request(
     client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str], deadline: float | None
 ) -> dict[str, Any]:
     """Exactly one POST; the decoded body of a 2xx, otherwise the classified error."""
-    timeout = float(settings.LLM_TIMEOUT_SECONDS)
-    if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise LlmUnavailable(
-                "The LLM call ran out of time before it could be sent.",
-                details={"upstream": UPSTREAM, "reason": "deadline", "url": url},
-            )
-        timeout = min(timeout, left)
-    connect = min(float(settings.CORTEX_HTTP_CONNECT_TIMEOUT), timeout)
+    timeout = timeout_until(deadline, read=float(settings.LLM_TIMEOUT_SECONDS))
+    if timeout is None:
+        raise LlmUnavailable(
+            "The LLM call ran out of time before it could be sent.",
+            details={"upstream": UPSTREAM, "reason": "deadline", "url": url},
+        )
     started = time.perf_counter()
     outcome = "ok"
     status: int | None = None
     try:
-        response = _post(client, url, body, headers, httpx.Timeout(timeout, connect=connect, pool=connect))
+        response = _post(client, url, body, headers, timeout)
         status = response.status_code
         return _payload(response, url=url)
     except UpstreamError as error:

@@ -9,12 +9,8 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 import time
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +32,7 @@ from apps.core.llm import (
 )
 from apps.core.metrics import render_metrics
 from apps.core.retries import RetryPolicy
+from tests.replay_server import ReplayServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 MESSAGES = [
@@ -44,81 +41,22 @@ MESSAGES = [
 ]
 
 
-@dataclass
-class Received:
-    at: float
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-class ReplayLlm:
+class ReplayLlm(ReplayServer):
     """An OpenAI-compatible endpoint on 127.0.0.1: serves ``script``'s fixtures in order (then
     ``chat_completion_ok.json``), each after ``delay`` seconds, and records what it received."""
 
     def __init__(self) -> None:
-        self.script: deque[str] = deque()
-        self.delay = 0.0
-        self.received: list[Received] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        super().__init__(FIXTURES, default="chat_completion_ok.json")
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def start(self) -> ReplayLlm:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _next(self) -> dict[str, Any]:
-        with self._lock:
-            name = self.script.popleft() if self.script else "chat_completion_ok.json"
-        return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        replay = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with replay._lock:
-                    replay.received.append(
-                        Received(time.monotonic(), self.path, dict(self.headers.items()), json.loads(raw))
-                    )
-                reply = replay._next()
-                if replay.delay:
-                    time.sleep(replay.delay)
-                body = reply["text"].encode() if "text" in reply else json.dumps(reply["body"]).encode()
-                try:
-                    self.send_response(reply["status"])
-                    for name, value in reply["headers"].items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and left: what the timeout tests want
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        return Handler
+        return self.root_url + "/v1"
 
 
 @pytest.fixture
 def server() -> Iterator[ReplayLlm]:
-    replay = ReplayLlm().start()
+    replay = ReplayLlm()
+    replay.start()
     yield replay
     replay.stop()
 
