@@ -312,6 +312,18 @@ CORTEX_KNOWLEDGE_DIR = env.path("CORTEX_KNOWLEDGE_DIR", default=BASE_DIR / "conf
 CORTEX_GROUNDING_AGENTS = env.path(
     "CORTEX_GROUNDING_AGENTS", default=BASE_DIR / "config" / "grounding" / "agents.json"
 )
+# The local grounding judge's word lists, and the calibration table that turns its findings into
+# confidences (written by `python -m bench grounding --calibrate`, docs/grounding.md).
+GROUNDING_JUDGE_WORDS = env.path(
+    "GROUNDING_JUDGE_WORDS", default=BASE_DIR / "config" / "grounding" / "judge_words.json"
+)
+GROUNDING_CALIBRATION = env.path(
+    "GROUNDING_CALIBRATION", default=BASE_DIR / "config" / "grounding" / "calibration.json"
+)
+# Who decides a claim's verdict: `local` (rules, no model), `nli` or `llm` (a model, with the local judge
+# as the fallback when it fails or is slower than the deadline).
+GROUNDING_JUDGE = env.str("GROUNDING_JUDGE", default="local").strip().lower()
+GROUNDING_JUDGE_DEADLINE_SECONDS = env.float("GROUNDING_JUDGE_DEADLINE_SECONDS", default=3.0)
 CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
 CORTEX_CONNECTORS_MANIFEST = env.path(
     "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"

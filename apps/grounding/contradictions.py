@@ -234,6 +234,11 @@ def _qualified_complexity_clash(claim: str, evidence: str) -> Signal | None:
     return None
 
 
+def without_non_negations(text: str) -> str:
+    """``text`` without the phrases whose negative word bounds or stresses ("no later than", "not only")."""
+    return _NOT_NEGATIONS_RE.sub(" ", text)
+
+
 def negated(text: str) -> bool:
     """Whether the statement of ``text`` is negated."""
     return bool(_NEGATION_RE.search(_CONTRAST_RE.sub(" ", _NOT_NEGATIONS_RE.sub(" ", text))))
@@ -255,8 +260,15 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
     superseded = _superseded(claim, evidence, claim_ids, evidence_ids)
     if superseded:
         signals.append(superseded)
+    from apps.grounding.stance import stance_agreement  # stance reads this module's word tools
+
+    if stance_agreement(claim, evidence):
+        # Both take the same side on the same named things: a "not" or an opposite word elsewhere in
+        # the evidence is about something else ("… TLS 1.2 should be used instead").
+        return signals
     # Disagreements in words overlap (an opposite term is often a negation too): the first found says it.
     for check in (
+        _stance_clash,
         _denied_category,
         _permission_clash,
         _swapped_names,
@@ -269,6 +281,13 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
             signals.append(found)
             break
     return signals
+
+
+def _stance_clash(claim: str, evidence: str) -> Signal | None:
+    from apps.grounding.stance import stance_clash  # stance reads this module's word tools
+
+    clash = stance_clash(claim, evidence)
+    return clash.as_signal() if clash else None
 
 
 def _quantity_clashes(claim: str, evidence: str) -> list[Signal]:
@@ -360,7 +379,7 @@ def _stem(word: str) -> str:
 
 # Evidence texts come back claim after claim: their words and names are worked out once per process.
 @functools.lru_cache(maxsize=4096)
-def _content_words(text: str) -> frozenset[str]:
+def content_words(text: str) -> frozenset[str]:
     words = _CONTENT_WORD_RE.findall(text.lower())
     return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _FUNCTION_WORDS)
 
@@ -426,7 +445,7 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
-def _overlap(mine: AbstractSet[str], theirs: AbstractSet[str]) -> float:
+def shared_weight(mine: AbstractSet[str], theirs: AbstractSet[str]) -> float:
     """Shared content words; words with digits (MD5, SHA-1, 8446) name something and count double."""
     return sum(2 if any(ch.isdigit() for ch in word) else 1 for word in mine & theirs)
 
@@ -437,8 +456,8 @@ def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
     evidence_clauses = _clauses(evidence)
     pairs: list[tuple[float, str, str]] = []
     for clause in _clauses(claim):
-        words = _content_words(clause)
-        scored = [(_overlap(words, _content_words(other)), other) for other in evidence_clauses]
+        words = content_words(clause)
+        scored = [(shared_weight(words, content_words(other)), other) for other in evidence_clauses]
         shared, best = max(scored, default=(0.0, ""), key=lambda item: item[0])
         if shared >= MIN_SHARED_WORDS and shared >= MIN_SHARED_SHARE * len(words):
             pairs.append((shared, clause, best))
@@ -492,8 +511,8 @@ def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
             if not head or head in evidence_negated:
                 continue
             for other in _SENTENCE_END_RE.split(evidence):
-                if head in _content_words(other) and _same_names(sentence, other):
-                    shared = _overlap(_content_words(sentence), _content_words(other))
+                if head in content_words(other) and _same_names(sentence, other):
+                    shared = shared_weight(content_words(sentence), content_words(other))
                     if shared >= MIN_SHARED_WORDS + 1:
                         return {"type": "negation", "claim": f"{cue} {head}…", "evidence": "(affirmative)"}
     return None
@@ -511,7 +530,7 @@ def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence
     return (
         bool(negated_words(claim_clause) & negated_words(evidence))
         or bool(negated_words(evidence_clause) & negated_words(claim))
-        or not negated_words(negated_clause) & _content_words(other_clause)
+        or not negated_words(negated_clause) & content_words(other_clause)
     )
 
 
@@ -603,7 +622,7 @@ def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _names(text: str) -> frozenset[str]:
+def name_tokens(text: str) -> frozenset[str]:
     return frozenset(token.lower().rstrip(".") for token in _NAME_TOKEN_RE.findall(text))
 
 
@@ -618,28 +637,29 @@ def _swapped_names(claim: str, evidence: str) -> Signal | None:
     evidence_clauses = _clauses(evidence)
     homes: dict[str, set[int]] = {}
     for index, clause in enumerate(evidence_clauses):
-        for name in _names(clause):
+        for name in name_tokens(clause):
             homes.setdefault(name, set()).add(index)
-    claim_names = _names(claim)
+    claim_names = name_tokens(claim)
     for claim_clause in _clauses(claim):
-        names = _names(claim_clause)
-        words = _content_words(claim_clause) - {_stem(part) for name in names for part in name.split("-")}
+        names = name_tokens(claim_clause)
+        words = content_words(claim_clause) - {_stem(part) for name in names for part in name.split("-")}
         for name in names:
             if len(homes.get(name, ())) != 1:
                 continue
             (home,) = homes[name]
-            own = _overlap(words, _content_words(evidence_clauses[home]))
+            own = shared_weight(words, content_words(evidence_clauses[home]))
             for index, other in enumerate(evidence_clauses):
                 # The other clause's own name is in the claim too, described elsewhere: a swap.
-                rivals = (_names(other) - _names(evidence_clauses[home])) & (claim_names - names)
-                if index != home and rivals and _overlap(words, _content_words(other)) >= own + SWAP_MARGIN:
+                rivals = (name_tokens(other) - name_tokens(evidence_clauses[home])) & (claim_names - names)
+                closer = shared_weight(words, content_words(other)) >= own + SWAP_MARGIN
+                if index != home and rivals and closer:
                     return {"type": "swapped", "claim": claim_clause, "evidence": other}
     return None
 
 
 def _same_names(text: str, other: str) -> bool:
     """Whether two passages can be about the same things: they share a name, or one names nothing."""
-    names, their_names = _names(text), _names(other)
+    names, their_names = name_tokens(text), name_tokens(other)
     return not names or not their_names or bool(names & their_names)
 
 
@@ -653,7 +673,7 @@ def _permission_clash(claim: str, evidence: str) -> Signal | None:
                     continue
                 # About the same things: more shared than the verb, and no other names in their place
                 # ("may use Argon2id" does not clash with "MD5 must not be used").
-                shared = _overlap(_content_words(claim_sentence), _content_words(sentence)) - 1
+                shared = shared_weight(content_words(claim_sentence), content_words(sentence)) - 1
                 if shared >= 1 and _same_names(claim_sentence, sentence):
                     return {"type": "modal", "claim": claim_cue, "evidence": evidence_cue}
     return None

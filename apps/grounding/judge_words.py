@@ -1,0 +1,53 @@
+"""The local judge's word lists, read once from ``GROUNDING_JUDGE_WORDS`` (``config/grounding/``
+``judge_words.json``).
+
+They are data, not code, so that a list can be reviewed and extended without touching a rule, and so
+that each list is tested on its own on text that has nothing to do with the knowledge packs
+(``tests/grounding/test_judge_words.py``): a word belongs in a list because it is general English for
+what the list is about, never because one claim needs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class StanceCues:
+    """Phrases that reject or endorse what stands before them or what follows them, compiled."""
+
+    reject_before: re.Pattern[str]
+    reject_after: re.Pattern[str]
+    endorse_before: re.Pattern[str]
+    endorse_after: re.Pattern[str]
+
+
+def _phrases(words: list[str]) -> re.Pattern[str]:
+    """One pattern matching any of the phrases as whole words (longest first, so "must not" wins over
+    "must"), case-insensitively."""
+    alternatives = sorted({re.escape(word.strip()) for word in words if word.strip()}, key=len, reverse=True)
+    return re.compile(rf"(?<![\w-])(?:{'|'.join(alternatives)})(?![\w-])", re.I)
+
+
+@functools.cache
+def judge_words() -> dict[str, Any]:
+    """The whole file (parsed once per process)."""
+    return json.loads(Path(settings.GROUNDING_JUDGE_WORDS).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def stance_cues() -> StanceCues:
+    stance = judge_words()["stance"]
+    return StanceCues(
+        reject_before=_phrases(stance["reject_before"]),
+        reject_after=_phrases(stance["reject_after"]),
+        endorse_before=_phrases(stance["endorse_before"]),
+        endorse_after=_phrases(stance["endorse_after"]),
+    )
