@@ -455,7 +455,7 @@ def _llm_judge(claim: str, premises: Sequence[Premise], *, deadline: float, star
         raise JudgeFailed("bad_response", error.message) from error
     except LlmUnavailable as error:
         detail = error.details.get("reason")
-        if detail == "not_configured":
+        if detail in ("not_configured", "configuration"):  # no LLM_URL, or not an http(s) URL
             reason = "not_configured"
         elif detail in ("timeout", "deadline") or time.monotonic() >= deadline:
             reason = "timeout"

@@ -103,6 +103,14 @@ def test_no_model_is_configured_by_default(name: str) -> None:
     assert ("GROUNDING_NLI_URL" if name == "nli" else "LLM_URL") in error.message
 
 
+@pytest.mark.parametrize(("name", "setting"), [("nli", "GROUNDING_NLI_URL"), ("llm", "LLM_URL")])
+def test_a_url_that_is_not_http_is_not_configured(name: str, setting: str) -> None:
+    with override_settings(**{setting: "ftp://models.example/v1"}):
+        error = _failed(name)
+    assert error.reason == "not_configured"
+    assert setting in error.message
+
+
 @pytest.mark.parametrize(
     ("setting", "expected"),
     [
