@@ -21,6 +21,7 @@ from rdflib import RDF, RDFS, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import OWL, SKOS
 
 from apps.core.logging import get_logger
+from apps.ontology.lexical import LexicalIndex
 from apps.ontology.models import NAMESPACE, RELATIONSHIP_TYPES, OntologyClass, OntologyState
 from apps.ontology.notes import PREFIXES
 
@@ -80,6 +81,12 @@ class OntologyGraph:
             for target in other.disjoint_iris:
                 index.setdefault(target, []).append((other.iri, "disjointWith"))
         return index
+
+    @cached_property
+    def lexical(self) -> LexicalIndex:
+        """``discover``'s lexical index of the classes, built once per version (on first use): a
+        regular expression per class per call cost most of its time at 10k (bench/ontology.py)."""
+        return LexicalIndex(self.classes.values())
 
     def inferred_ancestors(self, iri: str) -> set[str]:
         """Superclasses of ``iri`` only the reasoner found (not an asserted parent)."""

@@ -12,6 +12,7 @@ its clients work unchanged; here they mark what the OWL 2 RL closure derives and
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
 import threading
 from collections import deque
@@ -27,6 +28,7 @@ from apps.core.errors import NotFound, ValidationFailed
 from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text
 from apps.ontology.graph import OntologyGraph, ontology_graph, relationship_property, subclass_depths
+from apps.ontology.lexical import normal
 from apps.ontology.models import RELATIONSHIP_TYPES, OntologyClass
 from apps.ontology.notes import PREFIXES, NoteError, iri_compact, iri_expand
 
@@ -45,7 +47,7 @@ SEED_CAPABILITIES = (
     "ontology_validate",
 )
 
-# --- discover's scoring (see ``ontology_discover``) ---------------------------------------------
+# --- discover's scoring (see ``ontology_discover``; the lexical scores are in ``lexical.py``) ----
 LEXICAL_WEIGHT = 0.6
 SEMANTIC_WEIGHT = 0.4
 # MiniLM cosine similarities of related short texts sit above ~0.45; below that a class is only
@@ -53,11 +55,8 @@ SEMANTIC_WEIGHT = 0.4
 SEMANTIC_FLOOR = 0.45
 SEMANTIC_CANDIDATES = 30
 EXPANSION_DECAY = 0.8
-EXACT, IN_PREFERRED, IN_ALT, IN_DEFINITION, WORDS = 1.0, 0.9, 0.8, 0.6, 0.5
-STOP_WORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "by", "for", "from", "in", "is", "it", "of", "on", "or", "the",
-     "to", "with"]
-)  # fmt: skip
+# Below the ranking's rounding (6 decimals): a match whose subclasses could still tie is expanded.
+_RANK_TOLERANCE = 1e-6
 SUMMARY_CHARS = 200
 
 MAX_TRAVERSAL_NODES = 500
@@ -65,18 +64,6 @@ MAX_DEPTH = 5
 
 
 # --- Shared helpers ---------------------------------------------------------------------------
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def _contains_phrase(haystack: str, phrase: str) -> bool:
-    return re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", haystack) is not None
-
-
-def _words(text: str) -> list[str]:
-    return [word for word in re.findall(r"\w[\w'-]*", text.lower()) if word not in STOP_WORDS]
 
 
 def summary(definition: str) -> str:
@@ -161,25 +148,6 @@ def _descendants(graph: OntologyGraph) -> dict[str, set[str]]:
     return inverted
 
 
-def _lexical_score(cls: OntologyClass, query: str, words: list[str]) -> float:
-    preferred = _normal(cls.preferred_term)
-    alternatives = [_normal(term) for term in cls.alt_terms]
-    definition = _normal(cls.definition)
-    if query == preferred or query in alternatives:
-        return EXACT
-    if _contains_phrase(preferred, query):
-        return IN_PREFERRED
-    if any(_contains_phrase(term, query) for term in alternatives):
-        return IN_ALT
-    if _contains_phrase(definition, query):
-        return IN_DEFINITION
-    if not words:
-        return 0.0
-    text = " ".join([preferred, *alternatives, definition])
-    matched = sum(1 for word in words if _contains_phrase(text, word))
-    return WORDS * matched / len(words)
-
-
 def _similarities(query: str, domain: str | None) -> dict[str, float]:
     """Cosine similarity of the query to its ``SEMANTIC_CANDIDATES`` nearest classes (pgvector)."""
     vector = embed_text(text=query)
@@ -198,7 +166,7 @@ def _similarities(query: str, domain: str | None) -> dict[str, float]:
 def domain_check(graph: OntologyGraph, domain: str | None) -> str | None:
     if not domain:
         return None
-    known = sorted({cls.domain for cls in graph.classes.values()})
+    known = graph.lexical.domains
     if domain not in known:
         raise NotFound(
             f"Unknown ontology domain {domain!r}; known domains: {', '.join(known) or 'none yet'}.",
@@ -220,43 +188,57 @@ def ontology_discover(*, query: str, limit: int = 20, domain: str | None = None)
     ``d`` its distance down the asserted hierarchy, unless it scores better directly. A class
     that joined only through subsumptions the reasoner inferred (no match is its asserted parent)
     has ``whelk_inferred: true``. Ties go to the higher quality score, then the IRI.
+
+    ``L`` comes from the version's lexical index (``lexical.py``), not a scan of the classes. A
+    match is expanded only while ``relevance(match) × 0.8`` — the most any of its subclasses can
+    get — can still reach the ``limit``-th best direct match in scope: a subclass below that
+    cannot enter the answer, so leaving it out changes nothing.
     """
-    text = _normal(query)
+    text = normal(query)
     if len(text) < 2:
         raise ValidationFailed("The query must hold at least 2 characters.", details={"field": "query"})
     graph = ontology_graph()
     domain = domain_check(graph, domain)
-    words = _words(text)
+    lexical = graph.lexical.scores(text)
     similarities = _similarities(text, domain)
+    semantic = {iri for iri, similarity in similarities.items() if similarity >= SEMANTIC_FLOOR}
     candidates: dict[str, _Candidate] = {}
-    for iri, cls in graph.classes.items():
-        lexical = _lexical_score(cls, text, words)
-        similarity = similarities.get(iri, 0.0)
-        if lexical > 0 or similarity >= SEMANTIC_FLOOR:
-            score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * max(similarity, 0.0)
+    for iri in lexical.keys() | semantic:
+        if iri in graph.classes:
+            similarity = similarities.get(iri, 0.0)
+            score = LEXICAL_WEIGHT * lexical.get(iri, 0.0) + SEMANTIC_WEIGHT * max(similarity, 0.0)
             candidates[iri] = _Candidate(iri, score, direct=True)
+    direct = sorted(candidates.values(), key=lambda candidate: -candidate.score)
+    direct_iris = set(candidates)
+
+    def rank(candidate: _Candidate) -> tuple[float, float, str]:
+        return (-round(candidate.score, 6), -graph.classes[candidate.iri].quality_score, candidate.iri)
+
+    def in_scope() -> Iterator[_Candidate]:
+        return (c for c in candidates.values() if not domain or graph.classes[c.iri].domain == domain)
+
+    best = heapq.nsmallest(limit, in_scope(), key=rank)
+    reachable = round(best[-1].score, 6) - _RANK_TOLERANCE if len(best) == limit else float("-inf")
     descendants = _descendants(graph)
-    for match in [candidate for candidate in candidates.values() if candidate.direct]:
+    for match in direct:
+        if match.score * EXPANSION_DECAY < reachable:
+            break
         below = descendants.get(match.iri, set())
         if not below:
             continue
         depths = subclass_depths(graph, {match.iri})
         for iri in below:
             score = match.score * EXPANSION_DECAY ** depths.get(iri, 2)
-            asserted = match.iri in graph.parents.get(iri, set())
             found = candidates.get(iri)
             if found is None:
-                candidates[iri] = _Candidate(iri, score, direct=False, asserted_path=asserted)
+                candidates[iri] = _Candidate(iri, score, direct=False)
             elif not found.direct:
                 found.score = max(found.score, score)
-                found.asserted_path = found.asserted_path or asserted
-    ranked = sorted(
-        (candidate for candidate in candidates.values() if candidate.iri in graph.classes),
-        key=lambda c: (-round(c.score, 6), -graph.classes[c.iri].quality_score, c.iri),
-    )
-    if domain:
-        ranked = [candidate for candidate in ranked if graph.classes[candidate.iri].domain == domain]
-    return [_discovery_result(graph, candidate) for candidate in ranked[:limit]]
+    ranked = heapq.nsmallest(limit, in_scope(), key=rank)
+    for candidate in ranked:
+        if not candidate.direct:  # joined through an asserted parent that matched directly?
+            candidate.asserted_path = not direct_iris.isdisjoint(graph.parents.get(candidate.iri, ()))
+    return [_discovery_result(graph, candidate) for candidate in ranked]
 
 
 def _discovery_result(graph: OntologyGraph, candidate: _Candidate) -> dict[str, Any]:

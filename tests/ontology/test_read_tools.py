@@ -12,8 +12,10 @@ from django.test import Client
 
 from apps.embeddings.services import embed_texts
 from apps.mcp_server.services import Caller, mcp_tool_call
-from apps.ontology import services
+from apps.ontology import lexical, services
+from apps.ontology.graph import ontology_graph
 from apps.ontology.models import NAMESPACE
+from apps.ontology.notes import note_parse
 
 pytestmark = pytest.mark.django_db
 
@@ -196,6 +198,96 @@ def test_discover_matches_terms_and_filters_by_domain() -> None:
 )
 def test_discover_refuses_bad_input(body: dict[str, Any], status: int, code: str) -> None:
     _refused("discover", body, status, code)
+
+
+def _scanned(graph: Any, query: str) -> dict[str, float]:
+    """The lexical rule applied class by class with the regular expression (what ``discover`` did
+    before its index): the reference the index must agree with."""
+    words = lexical.words(query)
+    found = {}
+    for iri, cls in graph.classes.items():
+        preferred = lexical.normal(cls.preferred_term)
+        alternatives = [lexical.normal(term) for term in cls.alt_terms]
+        definition = lexical.normal(cls.definition)
+        if query == preferred or query in alternatives:
+            found[iri] = 1.0
+        elif lexical.contains_phrase(preferred, query):
+            found[iri] = 0.9
+        elif any(lexical.contains_phrase(term, query) for term in alternatives):
+            found[iri] = 0.8
+        elif lexical.contains_phrase(definition, query):
+            found[iri] = 0.6
+        elif words:
+            text = " ".join([preferred, *alternatives, definition])
+            if matched := sum(1 for word in words if lexical.contains_phrase(text, word)):
+                found[iri] = 0.5 * matched / len(words)
+    return found
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "sqli",  # an alternative term
+        "cwe-89 sql injection",  # a preferred term
+        "sql injection",  # a phrase of terms, and words elsewhere
+        "cwe-707",  # one word of two runs
+        "sql command",
+        "sql.",  # a phrase that is not a single run
+        "('sql injection')",
+        "user's data",
+        "data data",  # a word twice counts twice
+        "of the",  # stop words only: phrases alone
+        "--",  # no word character: checked class by class
+        "tls 1.3",
+        "quokka",
+    ],
+)
+def test_discover_lexical_index_agrees_with_the_phrase_rule(query: str) -> None:
+    graph = ontology_graph()
+    assert graph.lexical.scores(query) == _scanned(graph, query)
+
+
+def test_discover_lexical_index_scores_each_kind_of_match() -> None:
+    index = ontology_graph().lexical
+    assert index.scores("sqli")[SQLI] == 1.0  # an alternative term
+    assert index.scores("cwe-707")[CWE707] == 0.9  # in the preferred term
+    assert index.scores("sql command")[SQLI] == 0.8  # in an alternative term
+    assert index.scores("the intended command")[SQLI] == 0.6  # in the definition
+    assert index.scores("intended quokka")[SQLI] == 0.25  # one of two words
+
+
+QUOKKA_NOTE = """- ### OntologyBlock
+  - term-id:: CW-TEC-0990
+  - preferred-term:: Quokka Ledger
+  - alt-terms:: Marsupial Journal
+  - definition:: A ledger kept by a test of the discover index, to check a new version is searched.
+  - owl-class:: cw:QuokkaLedger
+  - physicality:: VirtualEntity
+  - role:: Object
+  - domain:: technology
+  - quality-score:: 0.5
+  - authority-score:: 0.5
+  - maturity:: draft
+  - status:: draft
+  - source:: tests/ontology/test_read_tools.py
+"""
+
+
+def test_a_new_ontology_version_rebuilds_the_discover_index() -> None:
+    before = ontology_graph()
+    assert before.lexical is before.lexical  # built once for the version
+    quokka = CW + "QuokkaLedger"
+    assert quokka not in before.lexical.scores("quokka ledger")
+    assert quokka not in {item["iri"] for item in _both("discover", {"query": "quokka ledger"})["results"]}
+    services.ontology_load(notes=[(note_parse(QUOKKA_NOTE), QUOKKA_NOTE)])
+    after = ontology_graph()
+    assert after.version == before.version + 1 and after.lexical is not before.lexical
+    assert after.lexical.scores("quokka ledger")[quokka] == 1.0
+    assert after.lexical.scores("marsupial")[quokka] == 0.8
+    assert after.lexical.domains == before.lexical.domains
+    top = _both("discover", {"query": "Quokka  Ledger", "domain": "technology"})["results"][0]
+    assert (top["iri"], top["preferred_term"], top["whelk_inferred"]) == (quokka, "Quokka Ledger", False)
+    assert top["relevance_score"] >= 0.6  # the exact-term lexical score alone
 
 
 # --- traverse ---------------------------------------------------------------------------------
