@@ -126,7 +126,7 @@ class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_at",
     ]
     list_display_links = ["id", "short_claim"]
-    list_filter = ["verdict", "review_status", "domain"]
+    list_filter = ["verdict", "review_status", "judge", "domain"]
     list_select_related = ["domain", "reviewer"]
     search_fields = ["claim", "corrected_entry"]
     date_hierarchy = "created_at"
@@ -136,6 +136,12 @@ class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "domain",
         "verdict",
         "confidence",
+        "judge",
+        "basis",
+        "rests_on",
+        "confidence_note",
+        "judge_note",
+        "judge_latency_ms",
         "sources_json",
         "correction",
         "related_entries",

@@ -140,6 +140,18 @@ class Verification(models.Model):
     signals = models.JSONField(default=list, help_text="Why: the contradiction signals found, if any.")
     wikidata = models.JSONField(default=list, blank=True, help_text="Wikidata facts consulted.")
     latency_ms = models.FloatField()
+    # Who decided and on what (docs/grounding.md "Judges and confidence").
+    judge = models.CharField(max_length=16, default="local", help_text="local, nli or llm.")
+    basis = models.CharField(
+        max_length=64, blank=True, help_text="What the verdict rests on, as the calibration table counts it."
+    )
+    rests_on = models.TextField(blank=True, help_text="The evidence sentence or signal the verdict rests on.")
+    confidence_note = models.TextField(blank=True, help_text="Why the confidence is not higher.")
+    judge_note = models.TextField(
+        blank=True, help_text="A model judge that failed or was skipped, and who decided instead."
+    )
+    judge_latency_ms = models.FloatField(null=True, blank=True, help_text="The model judge's own time.")
+    judge_details = models.JSONField(default=dict, blank=True, help_text="The model judge's raw answer.")
     message = models.ForeignKey(
         GroundingMessage, null=True, blank=True, on_delete=models.CASCADE, related_name="verifications"
     )

@@ -37,7 +37,9 @@ from apps.core.errors import ValidationFailed
 from apps.core.logging import get_logger
 from apps.core.text import sentences
 from apps.embeddings.services import embed_text, embed_texts_cached
+from apps.grounding.calibration import CalibrationFitted, basis_of, calibrated, calibration_fit
 from apps.grounding.contradictions import contradiction_signals, unstated_details
+from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, Premise, model_judge
 from apps.grounding.models import (
     GroundingAgent,
     GroundingMessage,
@@ -63,6 +65,8 @@ RELATED_SIMILARITY = 0.45  # below: the knowledge base does not talk about this
 CONTRADICTION_MARGIN = 0.05  # disagreeing evidence must be this close to the best evidence
 WIKIDATA_CONTRADICTION_SIMILARITY = 0.7  # a Wikidata statement this close to the claim says what is true
 EXCERPT_CHARS = 300
+# The local judge's verdicts get their confidence from the calibration table (``_calibrated``).
+UNCALIBRATED = 0.0
 
 
 # --- Claims and routing ------------------------------------------------------------------------
@@ -142,6 +146,14 @@ class Outcome:
     correction: str = ""
     signals: list[dict[str, str]] = field(default_factory=list)
     wikidata: list[dict[str, Any]] = field(default_factory=list)
+    # Who decided and on what (the verification records it; docs/grounding.md):
+    basis: str = ""  # what the local verdict rests on, as the calibration table counts it
+    judge: str = "local"
+    rests_on: str = ""  # the evidence sentence or signal the verdict rests on
+    confidence_note: str = ""  # why the confidence is not higher
+    judge_note: str = ""  # a model judge that failed, and that the local judge decided instead
+    judge_latency_ms: float | None = None
+    judge_details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def related_entries(self) -> list[str]:
@@ -162,7 +174,68 @@ def _clamp(value: float) -> float:
 
 
 def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:
-    """The verdict for one claim (nothing stored)."""
+    """The verdict for one claim (nothing stored): the local judge's, with its calibrated confidence,
+    then the configured model judge's when there is one (``GROUNDING_JUDGE``)."""
+    outcome = _calibrated(claim_judge_local(claim=claim, domain=domain, agents=agents))
+    judge = settings.GROUNDING_JUDGE
+    if judge in MODEL_JUDGES:
+        outcome = _model_judged(judge, outcome)
+    return outcome
+
+
+def _calibrated(outcome: Outcome) -> Outcome:
+    """The confidence the local verdict's basis earned on the calibration claims; a decisive verdict
+    its basis did not earn becomes unverified (``calibration.py``)."""
+    if outcome.basis.startswith("wikidata:"):
+        # The calibration claims are about the knowledge packs; a Wikidata verdict keeps its similarity score.
+        outcome.confidence_note = (
+            "Wikidata verdicts are not calibrated: the confidence grows with how close the statement is."
+        )
+        return outcome
+    result = calibrated(basis=outcome.basis, verdict=outcome.verdict)
+    if result.demoted_from:
+        outcome.verdict = result.verdict
+        outcome.correction = ""
+    outcome.confidence = _clamp(result.probability)
+    outcome.confidence_note = result.note(outcome.basis)
+    return outcome
+
+
+def _model_judged(judge: str, local: Outcome) -> Outcome:
+    """The model judge's verdict on the evidence sentences the local judge compared the claim with; the
+    local outcome, saying why, when there is nothing related to show it or the model fails."""
+    related = [e for e in local.evidence if e.similarity >= RELATED_SIMILARITY]
+    if not related:
+        local.judge_note = f"Nothing in the knowledge base is close enough to put to the {judge} judge."
+        return local
+    premises = [Premise(entry_id=e.hit.entry.entry_id, sentence=e.sentence) for e in related]
+    try:
+        answer = model_judge(
+            judge, claim=local.claim, premises=premises,
+            deadline_seconds=settings.GROUNDING_JUDGE_DEADLINE_SECONDS,
+        )  # fmt: skip
+    except JudgeFailed as failure:
+        local.judge_note = f"The {judge} judge failed ({failure.reason}: {failure}); the local judge decided."
+        return local
+    chosen = related[answer.premise_index] if answer.premise_index is not None else None
+    evidence = [chosen, *[e for e in local.evidence if e is not chosen]] if chosen else local.evidence
+    score = answer.score
+    outcome = Outcome(
+        local.claim, local.domain, answer.verdict, _clamp(score if score is not None else 0.5), evidence[:3],
+        correction=chosen.hit.entry.content if chosen and answer.verdict == Verdict.CONTRADICTED else "",
+        basis=f"{judge}:{answer.verdict}", judge=judge, rests_on=chosen.sentence if chosen else "",
+        judge_latency_ms=answer.latency_ms, judge_details=answer.details,
+        confidence_note=(
+            f"The {judge} model's own probability, not calibrated here: {answer.reason}"
+            if score is not None
+            else f"The {judge} model gave no probability, so the confidence is even odds: {answer.reason}"
+        ),
+    )  # fmt: skip
+    return outcome
+
+
+def claim_judge_local(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:
+    """The local judge's verdict and its basis, before calibration (what the calibration counts)."""
     claim_vector = embed_text(text=claim)
     if domain is not None:
         hits = knowledge_selectors.knowledge_search(
@@ -231,7 +304,11 @@ def _wikidata_judge(claim: str, claim_vector: np.ndarray) -> Outcome | None:
         correction = f"According to Wikidata, {best.text} (statement {best.claim_guid})."
     else:
         return None
-    outcome = Outcome(claim, "wikidata", verdict, _clamp(confidence), [], correction=correction)
+    outcome = Outcome(
+        claim, "wikidata", verdict, _clamp(confidence), [], correction=correction,
+        basis=basis_of(verdict=verdict, source="wikidata"),
+        rests_on=f"Wikidata statement {best.claim_guid} ({similarity:.2f} similar): {best.text}",
+    )  # fmt: skip
     outcome.wikidata = cited
     return outcome
 
@@ -283,8 +360,11 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
     if not evidence or evidence[0].similarity < RELATED_SIMILARITY:
         top = evidence[0].similarity if evidence else 0.0
         return Outcome(
-            claim, domain, Verdict.UNVERIFIED, _clamp(0.7 + (RELATED_SIMILARITY - top)), evidence[:3]
-        )
+            claim, domain, Verdict.UNVERIFIED, UNCALIBRATED, evidence[:3],
+            basis=basis_of(verdict=Verdict.UNVERIFIED, signal_type="unrelated"),
+            rests_on="Nothing in the knowledge base is about this"
+            + (f" (the closest sentence is {top:.2f} similar)." if evidence else "."),
+        )  # fmt: skip
     best = evidence[0]
     if best.similarity >= SUPPORT_SIMILARITY and not _counts(best):
         # The closest evidence says the same thing: disagreement elsewhere is about something else.
@@ -297,13 +377,14 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
         # Prefer the most similar disagreeing entry; among equals, the higher-priority source.
         chosen = min(contradicting, key=lambda e: (-round(e.similarity, 2), _priority(e.hit.entry)))
         chosen.signals = _counts(chosen)
-        strength = len(chosen.signals) * 0.08 + (chosen.similarity - CONTRADICTION_SIMILARITY)
-        exact = chosen.signals[0]["type"] in ("quantity", "identifier", "complexity")
-        confidence = 0.62 + strength + (0.1 if exact else 0)
         ordered = [chosen, *[e for e in evidence if e is not chosen]][:3]
+        first = chosen.signals[0]
         return Outcome(
-            claim, domain, Verdict.CONTRADICTED, _clamp(confidence), ordered,
+            claim, domain, Verdict.CONTRADICTED, UNCALIBRATED, ordered,
             correction=chosen.hit.entry.content, signals=chosen.signals,
+            basis=basis_of(verdict=Verdict.CONTRADICTED, signal_type=first["type"]),
+            rests_on=f"{first['type']}: the claim says “{first['claim']}”, {chosen.hit.entry.entry_id} says "
+            f"“{first['evidence']}” ({chosen.sentence})",
         )  # fmt: skip
     if best.similarity >= SUPPORT_SIMILARITY:
         # What the close evidence states (a claim may join two entries' facts).
@@ -312,19 +393,24 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
         if unstated:
             # Close to what the knowledge says, but it adds numbers or names that the knowledge does not.
             return Outcome(
-                claim, domain, Verdict.UNVERIFIED, _clamp(0.5 + 0.05 * len(unstated)), evidence[:3],
+                claim, domain, Verdict.UNVERIFIED, UNCALIBRATED, evidence[:3],
                 signals=[{"type": "unstated", "claim": ", ".join(unstated), "evidence": "(not stated)"}],
+                basis=basis_of(verdict=Verdict.UNVERIFIED, signal_type="unstated"),
+                rests_on=f"The closest evidence ({best.hit.entry.entry_id}) does not state "
+                f"{', '.join(unstated)}: {best.sentence}",
             )  # fmt: skip
         return Outcome(
-            claim,
-            domain,
-            Verdict.SUPPORTED,
-            _clamp(0.7 + (best.similarity - SUPPORT_SIMILARITY) * 1.5),
-            evidence[:3],
-        )
+            claim, domain, Verdict.SUPPORTED, UNCALIBRATED, evidence[:3],
+            basis=basis_of(verdict=Verdict.SUPPORTED, similarity=best.similarity),
+            rests_on=f"{best.hit.entry.entry_id} ({best.similarity:.2f} similar): {best.sentence}",
+        )  # fmt: skip
     # Related knowledge exists but neither says the same nor disagrees explicitly.
-    margin = min(best.similarity - RELATED_SIMILARITY, SUPPORT_SIMILARITY - best.similarity)
-    return Outcome(claim, domain, Verdict.UNVERIFIED, _clamp(0.55 - margin), evidence[:3])
+    return Outcome(
+        claim, domain, Verdict.UNVERIFIED, UNCALIBRATED, evidence[:3],
+        basis=basis_of(verdict=Verdict.UNVERIFIED, signal_type="undecided"),
+        rests_on=f"The closest evidence ({best.hit.entry.entry_id}, {best.similarity:.2f} similar) neither "
+        f"says the same nor disagrees explicitly: {best.sentence}",
+    )  # fmt: skip
 
 
 def _stated_text(entry: KnowledgeEntry) -> str:
@@ -390,6 +476,13 @@ def _store(
         signals=outcome.signals,
         wikidata=outcome.wikidata,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        judge=outcome.judge,
+        basis=outcome.basis,
+        rests_on=outcome.rests_on,
+        confidence_note=outcome.confidence_note,
+        judge_note=outcome.judge_note,
+        judge_latency_ms=outcome.judge_latency_ms,
+        judge_details=outcome.judge_details,
         message=message,
         review_status=ReviewStatus.NOT_NEEDED if confident else ReviewStatus.PENDING,
     )
@@ -422,6 +515,14 @@ def verification_result(*, verification: Verification) -> dict[str, Any]:
         else ("wikidata" if verification.wikidata else None),
         "verificationId": verification.pk,
     }
+    result["judge"] = {
+        "name": verification.judge,
+        "basis": verification.basis,
+        "restsOn": verification.rests_on,
+        "confidenceNote": verification.confidence_note,
+        "note": verification.judge_note or None,
+        "latencyMs": verification.judge_latency_ms,
+    }
     if verification.correction:
         result["correction"] = verification.correction
     if verification.signals:
@@ -429,6 +530,26 @@ def verification_result(*, verification: Verification) -> dict[str, Any]:
     if verification.wikidata:
         result["wikidata"] = verification.wikidata
     return result
+
+
+def calibration_refit(*, claims_path: Path) -> CalibrationFitted:
+    """Fit the calibration table (``GROUNDING_CALIBRATION``) on the labelled claims in ``claims_path``,
+    judged by the local judge inside a transaction that is rolled back (a claim about a named entity
+    runs the fact workflow, which stores a run)."""
+    lines = claims_path.read_text(encoding="utf-8").splitlines()
+    claims = [json.loads(line) for line in lines if line.strip()]
+    agents = _agents()
+
+    def basis_for(claim: str) -> str:
+        return claim_judge_local(claim=_claim_clean(claim), domain=None, agents=agents).basis
+
+    with transaction.atomic():
+        fitted = calibration_fit(
+            claims=claims, basis_for=basis_for, path=Path(settings.GROUNDING_CALIBRATION),
+            fitted_on=claims_path.name,
+        )  # fmt: skip
+        transaction.set_rollback(True)
+    return fitted
 
 
 # --- Grounding a message ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""``manage.py grounding verify|export-log`` — the seed's verification CLI.
+"""``manage.py grounding verify|export-log|calibrate`` — the seed's verification CLI, and the fit of the
+confidence calibration (docs/grounding.md).
 
 These were ``manage.py knowledge verify|export-log`` before verification moved to this app.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.core.management.base import CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from apps.core.commands import ActionCommand
 from apps.grounding import services
@@ -30,6 +31,12 @@ class Command(ActionCommand):
         )
         export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
         export.add_argument("--output", "-o", help="File to write (default: standard output).")
+        calibrate = actions.add_parser(
+            "calibrate",
+            help="Fit the confidence calibration table (GROUNDING_CALIBRATION) on labelled claims "
+            "the judge's rules were not developed on.",
+        )
+        calibrate.add_argument("claims", help="JSON lines of {claim, verdict} (tests/data/README.md).")
 
     def _verify(self, claim: str, domain: str | None = None, as_json: bool = False, **_) -> None:
         verification = services.claim_verify(claim=claim, domain=domain)
@@ -55,3 +62,9 @@ class Command(ActionCommand):
         else:
             for line in lines:
                 self.stdout.write(line)
+
+    def _calibrate(self, claims: str, **_) -> None:
+        path = Path(claims)
+        if not path.is_file():
+            raise CommandError(f"{claims} is not a file: give the labelled claims (JSON lines).")
+        self.stdout.write(services.calibration_refit(claims_path=path).summary())

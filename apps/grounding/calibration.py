@@ -1,0 +1,147 @@
+"""Confidence that means something: how often a verdict reached on a given basis was right, on claims the
+judge's rules were never developed on.
+
+Every local verdict has a **basis**: the verdict and what it rests on, coarse enough that each is seen
+many times — ``contradicted:exact`` (a number, identifier or complexity that differs),
+``contradicted:wording`` (a negation, modal, opposite term, stance or swap), ``supported:close`` and
+``supported:near`` (by how close the best evidence sentence is), ``unverified:unrelated``,
+``unverified:undecided``, ``unverified:unstated``, and the Wikidata ones. The calibration table counts,
+per basis, the true verdicts of the calibration claims judged on it (``config/grounding/
+calibration.json``, written by ``python -m bench grounding --calibrate`` from the calibration set only).
+
+The confidence of a verdict is then the share of its basis's claims that had that verdict, smoothed
+towards a third each (add one to every count), so a basis seen twice cannot claim certainty. A
+decisive verdict whose basis was not right more often than not (``DECISIVE_MIN_PROBABILITY``) is not
+given: the judge says ``unverified`` and names the signal it found, because a wrong "supported" or
+"contradicted" is worse than an honest "cannot tell". A basis the table has never seen gets the
+prior of a third, which always sends the verdict to review.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from apps.grounding.models import Verdict
+
+#: A supported/contradicted verdict is given only when its basis was right more often than not: below
+#: that, saying it would be wrong more often than right, and "unverified" with the signal named is honest.
+DECISIVE_MIN_PROBABILITY = 0.5
+#: Evidence this close (cosine) or closer is "close"; between the support threshold and this, "near".
+CLOSE_SIMILARITY = 0.76
+EXACT_SIGNALS = frozenset({"quantity", "identifier", "complexity", "superseded"})
+VERDICTS = tuple(Verdict.values)
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    verdict: str
+    probability: float
+    seen: int  # calibration claims judged on this basis
+    right: int  # of which had this verdict
+    demoted_from: str = ""  # the decisive verdict the basis did not earn
+
+    def note(self, basis: str) -> str:
+        """Why the confidence is what it is, in a sentence an operator can check."""
+        if not self.seen:
+            return f"No calibration claim was judged on this basis ({basis}), so the confidence is a prior."
+        share = f"{self.right} of {self.seen} calibration claims judged on this basis ({basis})"
+        if self.demoted_from:
+            return (
+                f"The evidence points to {self.demoted_from}, but only {share} were {self.demoted_from}: "
+                "too few to say so."
+            )
+        return f"{share} were {self.verdict}."
+
+
+def basis_of(*, verdict: str, signal_type: str = "", similarity: float = 0.0, source: str = "local") -> str:
+    """The basis of a local or Wikidata verdict (see the module docstring)."""
+    if source == "wikidata":
+        return f"wikidata:{verdict}"
+    if verdict == Verdict.CONTRADICTED:
+        return "contradicted:exact" if signal_type in EXACT_SIGNALS else "contradicted:wording"
+    if verdict == Verdict.SUPPORTED:
+        return "supported:close" if similarity >= CLOSE_SIMILARITY else "supported:near"
+    return f"unverified:{signal_type or 'unrelated'}"
+
+
+@functools.cache
+def _table() -> dict[str, Any]:
+    path = Path(settings.GROUNDING_CALIBRATION)
+    if not path.exists():
+        return {"bases": {}}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def table_reload() -> None:
+    """Read the table again (after ``--calibrate`` wrote a new one, in the same process)."""
+    _table.cache_clear()
+
+
+def calibrated(*, basis: str, verdict: str) -> Calibrated:
+    """The verdict to give and its confidence, for a verdict the judge reached on ``basis``."""
+    counts = _table()["bases"].get(basis, {})
+    seen = sum(int(counts.get(v, 0)) for v in VERDICTS)
+
+    def probability(of: str) -> float:
+        return (int(counts.get(of, 0)) + 1) / (seen + len(VERDICTS))
+
+    if verdict != Verdict.UNVERIFIED and probability(verdict) <= DECISIVE_MIN_PROBABILITY:
+        unverified = Verdict.UNVERIFIED
+        return Calibrated(
+            unverified, probability(unverified), seen, int(counts.get(unverified, 0)), demoted_from=verdict
+        )
+    return Calibrated(verdict, probability(verdict), seen, int(counts.get(verdict, 0)))
+
+
+def table_write(*, path: Path, counts: dict[str, dict[str, int]], fitted_on: str, claims: int) -> None:
+    """Write a calibration table: per basis, how many calibration claims had each true verdict."""
+    payload = {
+        "_about": (
+            "Per basis of the local judge, the true verdicts of the calibration claims judged on it. "
+            "Written by `python -m bench grounding --calibrate`; read by apps/grounding/calibration.py."
+        ),
+        "fitted_on": fitted_on,
+        "claims": claims,
+        "bases": {basis: {v: counts[basis].get(v, 0) for v in VERDICTS} for basis in sorted(counts)},
+    }
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    table_reload()
+
+
+@dataclass(frozen=True)
+class CalibrationFitted:
+    path: Path
+    claims: int
+    bases: dict[str, dict[str, int]]
+
+    def summary(self) -> str:
+        lines = [f"calibration: {self.claims} claims → {self.path}"]
+        for basis, counts in sorted(self.bases.items()):
+            seen = sum(counts.values())
+            shares = ", ".join(f"{v} {counts.get(v, 0)}" for v in VERDICTS)
+            lines.append(f"  {basis}: {seen} claims ({shares})")
+        return "\n".join(lines)
+
+
+def calibration_fit(
+    *, claims: Iterable[dict[str, Any]], basis_for: Callable[[str], str], path: Path, fitted_on: str
+) -> CalibrationFitted:
+    """Judge each labelled claim (``{"claim", "verdict"}``) with ``basis_for`` (the local judge, before
+    calibration), count the true verdicts per basis, and write the table to ``path``."""
+    counts: dict[str, dict[str, int]] = {}
+    seen = 0
+    for claim in claims:
+        if claim.get("verdict") not in VERDICTS:
+            raise ValueError(f"claim {seen + 1} has no verdict among {', '.join(VERDICTS)}")
+        per_basis = counts.setdefault(basis_for(claim["claim"]), {})
+        per_basis[claim["verdict"]] = per_basis.get(claim["verdict"], 0) + 1
+        seen += 1
+    table_write(path=path, counts=counts, fitted_on=fitted_on, claims=seen)
+    return CalibrationFitted(path=path, claims=seen, bases=counts)
