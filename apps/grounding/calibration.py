@@ -46,18 +46,19 @@ class Calibrated:
     seen: int  # calibration claims judged on this basis
     right: int  # of which had this verdict
     demoted_from: str = ""  # the decisive verdict the basis did not earn
+    demoted_right: int = 0  # how many calibration claims on this basis had that verdict
 
     def note(self, basis: str) -> str:
         """Why the confidence is what it is, in a sentence an operator can check."""
         if not self.seen:
             return f"No calibration claim was judged on this basis ({basis}), so the confidence is a prior."
-        share = f"{self.right} of {self.seen} calibration claims judged on this basis ({basis})"
+        on_basis = f"of {self.seen} calibration claims judged on this basis ({basis})"
         if self.demoted_from:
             return (
-                f"The evidence points to {self.demoted_from}, but only {share} were {self.demoted_from}: "
-                "too few to say so."
+                f"The evidence points to {self.demoted_from}, but only {self.demoted_right} {on_basis} were "
+                f"{self.demoted_from}: too few to say so."
             )
-        return f"{share} were {self.verdict}."
+        return f"{self.right} {on_basis} were {self.verdict}."
 
 
 def basis_of(*, verdict: str, signal_type: str = "", similarity: float = 0.0, source: str = "local") -> str:
@@ -95,8 +96,9 @@ def calibrated(*, basis: str, verdict: str) -> Calibrated:
     if verdict != Verdict.UNVERIFIED and probability(verdict) <= DECISIVE_MIN_PROBABILITY:
         unverified = Verdict.UNVERIFIED
         return Calibrated(
-            unverified, probability(unverified), seen, int(counts.get(unverified, 0)), demoted_from=verdict
-        )
+            unverified, probability(unverified), seen, int(counts.get(unverified, 0)),
+            demoted_from=verdict, demoted_right=int(counts.get(verdict, 0)),
+        )  # fmt: skip
     return Calibrated(verdict, probability(verdict), seen, int(counts.get(verdict, 0)))
 
 

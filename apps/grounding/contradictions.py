@@ -268,9 +268,9 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
         return signals
     # Disagreements in words overlap (an opposite term is often a negation too): the first found says it.
     for check in (
+        _permission_clash,
         _stance_clash,
         _denied_category,
-        _permission_clash,
         _swapped_names,
         _opposite_terms,
         _clause_polarity_flip,

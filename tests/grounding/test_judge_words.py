@@ -1,0 +1,101 @@
+"""The local judge's word lists and the stance reading, on text that has nothing to do with the knowledge
+packs (cars, kitchens, gardens): a cue belongs in config/grounding/judge_words.json because it is general
+English, so it must work on any subject."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.grounding.judge_words import judge_words, stance_cues
+from apps.grounding.stance import ENDORSE, REJECT, stance_agreement, stance_clash, stances
+
+LISTS = ("reject_before", "reject_after", "endorse_before", "endorse_after")
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_each_stance_list_is_clean_lowercase_phrases_without_repeats(name: str) -> None:
+    phrases = judge_words()["stance"][name]
+    assert phrases, f"{name} is empty"
+    assert all(phrase == phrase.strip().lower() and phrase for phrase in phrases)
+    assert len(phrases) == len(set(phrases)), f"{name} repeats a phrase"
+
+
+def test_no_phrase_is_both_a_rejection_and_an_endorsement() -> None:
+    stance = judge_words()["stance"]
+    rejecting = {*stance["reject_before"], *stance["reject_after"]}
+    endorsing = {*stance["endorse_before"], *stance["endorse_after"]}
+    assert not rejecting & endorsing
+
+
+def test_cues_match_whole_words_only() -> None:
+    cues = stance_cues()
+    assert cues.reject_after.search("Avoid the ice") is not None
+    assert cues.reject_after.search("an unavoidable delay") is None  # "avoid" inside a word
+    assert cues.endorse_after.search("reusable bags") is None  # "use" inside a word
+
+
+@pytest.mark.parametrize(
+    ("sentence", "term", "side"),
+    [
+        ("Unleaded petrol must not be used in a diesel engine.", "petrol", REJECT),
+        ("E10 is recommended for most cars built after 2011.", "e10", ENDORSE),
+        ("Gardeners should water tomatoes at the base of the plant.", "tomato", ENDORSE),
+        ("Avoid R12 refrigerant in new cooling systems.", "r12", REJECT),
+        ("Use R134a rather than R12 in the cooling loop.", "r134a", ENDORSE),
+        ("Use R134a rather than R12 in the cooling loop.", "r12", REJECT),
+        ("Leaded fuel is banned in every country.", "lead", REJECT),
+        ("Cast-iron pans are fine to use on an induction hob.", "cast-iron", ENDORSE),
+    ],
+)
+def test_a_sentence_takes_a_side_on_what_it_names(sentence: str, term: str, side: str) -> None:
+    found = stances(sentence)
+    assert term in found, f"no stance on {term!r} in {sentence!r}: {found}"
+    assert found[term].side == side
+
+
+def test_a_bound_on_a_quantity_is_not_a_rejection_and_numbers_take_no_side() -> None:
+    found = stances("Refunds must be paid no later than 30 days after the return.")
+    assert "30" not in found
+    assert all(stance.side != REJECT for stance in found.values())
+
+
+def test_words_no_cue_reaches_have_no_stance() -> None:
+    assert stances("The ferry leaves the harbour at noon.") == {}
+
+
+def test_endorsing_what_the_other_text_rejects_is_a_named_clash() -> None:
+    clash = stance_clash(
+        "Drivers should fill a diesel car with E10 petrol.",
+        "E10 petrol must not be used in diesel engines; it damages the injectors.",
+    )
+    assert clash is not None and clash.term == "e10"
+    signal = clash.as_signal()
+    assert signal["type"] == "stance" and "e10" in signal["claim"] and "must not" in signal["evidence"]
+
+
+def test_the_same_name_for_another_purpose_is_no_clash() -> None:
+    # Nothing but the name is shared: E10 in a lawnmower is not E10 in a diesel car.
+    assert stance_clash("E10 is fine for a lawnmower.", "E10 must not be used in diesel engines.") is None
+
+
+def test_another_name_in_the_same_place_is_no_clash() -> None:
+    assert (
+        stance_clash(
+            "Diesel cars should be filled with B7 fuel.", "E10 petrol must not be used in diesel cars."
+        )
+        is None
+    )
+
+
+def test_taking_the_same_side_is_agreement_whatever_else_the_evidence_recommends() -> None:
+    claim = "E5 and E10 are deprecated for classic cars and should no longer be sold."
+    evidence = (
+        "The regulator deprecates E5 and E10 for classic cars: stations must not sell them, "
+        "and V-Power should be sold instead."
+    )
+    assert stance_agreement(claim, evidence)
+    assert stance_clash(claim, evidence) is None
+
+
+def test_opposite_sides_are_not_agreement() -> None:
+    assert not stance_agreement("E10 should be used in diesel cars.", "E10 must not be used in diesel cars.")

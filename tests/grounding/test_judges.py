@@ -1,0 +1,224 @@
+"""Who decides a verdict, and how sure it may say it is: the calibration table, the examples of issue #15
+and the README on the shipped packs, and the model judges (replayed from a local server) with the local
+judge as their fallback."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client, override_settings
+
+from apps.grounding import calibration, services
+from apps.grounding.calibration import Calibrated, basis_of, calibrated, calibration_fit, table_reload
+from apps.grounding.models import Verdict, Verification
+from apps.knowledge import services as knowledge_services
+from tests.grounding.test_verify import pack  # noqa: F401  (the small pack fixture)
+from tests.replay_server import ReplayServer
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+# --- The calibration table -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "calibration.json"
+    with override_settings(GROUNDING_CALIBRATION=path):
+        table_reload()
+        yield path
+    table_reload()
+
+
+def _write_table(path: Path, bases: dict[str, dict[str, int]]) -> None:
+    path.write_text(json.dumps({"bases": bases}), encoding="utf-8")
+    table_reload()
+
+
+def test_the_confidence_is_the_smoothed_share_of_the_basis_that_was_right(table: Path) -> None:
+    _write_table(table, {"contradicted:exact": {"supported": 0, "contradicted": 7, "unverified": 0}})
+    result = calibrated(basis="contradicted:exact", verdict=Verdict.CONTRADICTED)
+    assert result == Calibrated(Verdict.CONTRADICTED, 8 / 10, seen=7, right=7)
+    assert result.note("contradicted:exact") == (
+        "7 of 7 calibration claims judged on this basis (contradicted:exact) were contradicted."
+    )
+
+
+def test_a_decisive_verdict_its_basis_did_not_earn_becomes_unverified(table: Path) -> None:
+    _write_table(table, {"supported:near": {"supported": 2, "contradicted": 4, "unverified": 5}})
+    result = calibrated(basis="supported:near", verdict=Verdict.SUPPORTED)
+    assert result.verdict == Verdict.UNVERIFIED and result.demoted_from == Verdict.SUPPORTED
+    assert result.probability == pytest.approx(6 / 14)
+    assert "points to supported, but only 2 of 11" in result.note("supported:near")
+
+
+def test_a_basis_never_seen_gets_the_prior_and_cannot_be_decisive(table: Path) -> None:
+    _write_table(table, {})
+    result = calibrated(basis="contradicted:wording", verdict=Verdict.CONTRADICTED)
+    assert result.verdict == Verdict.UNVERIFIED and result.probability == pytest.approx(1 / 3)
+    assert "prior" in result.note("contradicted:wording")
+
+
+def test_fitting_counts_the_true_verdicts_per_basis_and_writes_the_table(table: Path) -> None:
+    claims = [
+        {"claim": "a", "verdict": "supported"},
+        {"claim": "b", "verdict": "contradicted"},
+        {"claim": "c", "verdict": "supported"},
+    ]
+    fitted = calibration_fit(
+        claims=claims, basis_for=lambda claim: "supported:close", path=table, fitted_on="three.jsonl"
+    )
+    written = json.loads(table.read_text(encoding="utf-8"))
+    assert written["bases"] == {"supported:close": {"supported": 2, "contradicted": 1, "unverified": 0}}
+    assert written["fitted_on"] == "three.jsonl" and written["claims"] == 3
+    assert "supported:close: 3 claims" in fitted.summary()
+    # Right 2 times in 3 is (2 + 1) / (3 + 3) after smoothing: even odds, which is not "more often than not".
+    assert calibrated(basis="supported:close", verdict="supported").verdict == Verdict.UNVERIFIED
+    with pytest.raises(ValueError, match="claim 1 has no verdict"):
+        calibration_fit(claims=[{"claim": "x"}], basis_for=str, path=table, fitted_on="bad")
+
+
+def test_the_shipped_table_counts_only_bases_the_judge_gives() -> None:
+    table_reload()
+    shipped = json.loads(Path(calibration.settings.GROUNDING_CALIBRATION).read_text(encoding="utf-8"))
+    assert shipped["fitted_on"] == "grounding_claims_calibration.jsonl"
+    possible = {
+        basis_of(verdict=Verdict.CONTRADICTED, signal_type="quantity"),
+        basis_of(verdict=Verdict.CONTRADICTED, signal_type="negation"),
+        basis_of(verdict=Verdict.SUPPORTED, similarity=0.9),
+        basis_of(verdict=Verdict.SUPPORTED, similarity=0.7),
+        *(
+            basis_of(verdict=Verdict.UNVERIFIED, signal_type=k)
+            for k in ("unrelated", "undecided", "unstated")
+        ),
+        *(basis_of(verdict=v, source="wikidata") for v in (Verdict.SUPPORTED, Verdict.CONTRADICTED)),
+    }
+    assert set(shipped["bases"]) <= possible
+    assert sum(sum(counts.values()) for counts in shipped["bases"].values()) == shipped["claims"]
+
+
+# --- The issue's examples, on the shipped packs ----------------------------------------------------------
+
+
+@pytest.fixture
+def shipped_packs() -> None:
+    knowledge_services.knowledge_load_default_if_empty()
+    services.grounding_agents_load_default()
+    table_reload()
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict", "entry"),
+    [
+        # The README's example and the three "Why" examples that came back supported with high confidence.
+        ("Passwords should be hashed with MD5", Verdict.CONTRADICTED, "SEC-022"),
+        ("MD5 is an acceptable algorithm for storing user passwords.", Verdict.CONTRADICTED, "SEC-022"),
+        ("It is fine to store passwords as MD5 hashes.", Verdict.CONTRADICTED, "SEC-022"),
+        # It says what SEC-026 says; it came back contradicted at 0.93.
+        ("TLS 1.0 and TLS 1.1 are deprecated and should no longer be used.", Verdict.SUPPORTED, "SEC-026"),
+    ],
+)
+def test_the_examples_of_the_issue_and_the_readme(
+    shipped_packs: None, claim: str, verdict: str, entry: str
+) -> None:
+    verification = services.claim_verify(claim=claim)
+    assert verification.verdict == verdict
+    assert verification.sources[0]["entry_id"] == entry
+    assert verification.judge == "local" and verification.basis and verification.rests_on
+    assert verification.confidence_note
+    if verdict == Verdict.CONTRADICTED:
+        assert verification.signals[0]["type"] == "stance" and "md5" in verification.signals[0]["claim"]
+        assert "must not" in verification.rests_on
+
+
+# --- Model judges, and the local judge as their fallback ------------------------------------------------
+
+MD5_CLAIM = "Passwords should be hashed with MD5 for speed."
+
+
+@pytest.fixture
+def tei() -> Iterator[ReplayServer]:
+    # The small pack gives the model one evidence sentence: one pair in, one answer back.
+    server = ReplayServer(FIXTURES / "nli", default="predict_contradiction_one_pair.json").start()
+    with override_settings(
+        GROUNDING_JUDGE="nli", GROUNDING_NLI_URL=server.root_url, GROUNDING_NLI_API_KEY=""
+    ):
+        yield server
+    server.stop()
+
+
+@pytest.fixture
+def chat() -> Iterator[ReplayServer]:
+    server = ReplayServer(FIXTURES / "llm", default="grounding_contradicted.json").start()
+    with override_settings(GROUNDING_JUDGE="llm", LLM_URL=server.root_url + "/v1", LLM_API_KEY=""):
+        yield server
+    server.stop()
+
+
+def test_the_nli_judge_decides_and_the_verification_says_so(pack: None, tei: ReplayServer) -> None:  # noqa: F811
+    verification = services.claim_verify(claim=MD5_CLAIM)
+    assert verification.judge == "nli" and verification.verdict == Verdict.CONTRADICTED
+    assert verification.confidence == pytest.approx(0.9634)
+    assert verification.judge_latency_ms is not None and verification.judge_latency_ms > 0
+    assert verification.judge_details["premises"], "the label scores are kept"
+    # The premise the model rested on comes first, and is what the verdict rests on.
+    assert verification.sources[0]["entry_id"] in verification.rests_on or verification.rests_on
+    assert "not calibrated" in verification.confidence_note
+    sent = tei.received[-1].body
+    assert all(pair[1] == MD5_CLAIM for pair in sent["inputs"]), "premise first, then the claim"
+    result = services.verification_result(verification=verification)
+    assert result["judge"]["name"] == "nli" and result["judge"]["latencyMs"] == verification.judge_latency_ms
+
+
+def test_the_llm_judge_decides_with_the_evidence_it_names(pack: None, chat: ReplayServer) -> None:  # noqa: F811
+    verification = services.claim_verify(claim=MD5_CLAIM)
+    assert verification.judge == "llm" and verification.verdict == Verdict.CONTRADICTED
+    assert verification.confidence == pytest.approx(0.97)
+    assert verification.correction, "a contradiction carries the entry that corrects it"
+    assert MD5_CLAIM in json.dumps(chat.received[-1].body)
+
+
+def test_a_failing_judge_falls_back_to_the_local_one_and_says_why(pack: None, tei: ReplayServer) -> None:  # noqa: F811
+    tei.default = "error_500_backend.json"
+    verification = services.claim_verify(claim=MD5_CLAIM)
+    assert verification.judge == "local"
+    assert verification.judge_note.startswith("The nli judge failed (unavailable")
+    assert "the local judge decided" in verification.judge_note
+    assert verification.verdict in Verdict.values and verification.basis
+
+
+def test_a_slow_judge_is_abandoned_at_the_deadline(pack: None, tei: ReplayServer) -> None:  # noqa: F811
+    tei.delay = 3.0
+    started = time.monotonic()
+    with override_settings(GROUNDING_JUDGE_DEADLINE_SECONDS=0.5):
+        verification = services.claim_verify(claim=MD5_CLAIM)
+    assert time.monotonic() - started < 2.5
+    assert verification.judge == "local" and "(timeout" in verification.judge_note
+
+
+def test_a_claim_with_nothing_related_is_not_put_to_the_model(pack: None, tei: ReplayServer) -> None:  # noqa: F811
+    verification = services.claim_verify(
+        claim="The ferry to the island leaves the harbour every day at noon."
+    )
+    assert verification.judge == "local" and verification.verdict == Verdict.UNVERIFIED
+    assert "Nothing in the knowledge base is close enough" in verification.judge_note
+    assert tei.received == []
+
+
+def test_the_verification_page_shows_who_decided_and_why(pack: None, tei: ReplayServer) -> None:  # noqa: F811
+    verification = services.claim_verify(claim=MD5_CLAIM)
+    staff = get_user_model().objects.create_superuser("operator", "op@example.com", "pw-123456789")
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/verifications/{verification.pk}")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Who decided" in text and "nli" in text and "Why not more confident" in text
+    assert Verification.objects.filter(judge="nli").count() == 1
