@@ -23,13 +23,16 @@ p50/p95 latency per claim; then a warm pass over the first set.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.test import override_settings
 
 from apps.grounding import services
 from apps.grounding.models import GroundingSettings
@@ -155,3 +158,41 @@ def run(report) -> None:
         _print_figures(name, figures)
         report(f"{name}.verify_per_claim", figures.timings)
     report("grounding.verify_per_claim_warm", warm)
+    report("grounding.model_judge_overhead", _model_judge_overhead(sets["grounding"]))
+
+
+class _InstantNli(BaseHTTPRequestHandler):
+    """A TEI ``/predict`` stand-in that answers at once (entailment for every pair): what is timed is
+    CortexWeb's own work around a model judge, not a model."""
+
+    def do_POST(self) -> None:
+        pairs = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["inputs"]
+        answer = [[{"label": "entailment", "score": 0.9}, {"label": "neutral", "score": 0.1}] for _ in pairs]
+        body = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _model_judge_overhead(claims: list[dict]) -> list[float]:
+    """Per claim, the verification's time minus the model judge's own (issue target: < 20 ms)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _InstantNli)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    overheads = []
+    try:
+        with override_settings(GROUNDING_JUDGE="nli", GROUNDING_NLI_URL=url), transaction.atomic():
+            for claim in claims:
+                verification = services.claim_verify(claim=claim["claim"])
+                if verification.judge == "nli" and verification.judge_latency_ms is not None:
+                    overheads.append((verification.latency_ms - verification.judge_latency_ms) / 1000)
+            transaction.set_rollback(True)
+    finally:
+        server.shutdown()
+    print(f"grounding.model_judge_decided: {len(overheads)} of {len(claims)} claims (others: no evidence)")
+    return overheads

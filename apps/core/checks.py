@@ -69,4 +69,25 @@ def cortex_configuration_check(app_configs: Any, **kwargs: Any) -> list:
                 id="cortex.E040",
             )
         )
+    messages.extend(_grounding_judge_messages())
+    return messages
+
+
+def _grounding_judge_messages() -> list:
+    """The grounding judge named must exist, and a model judge needs its endpoint (a typo in
+    GROUNDING_JUDGE would otherwise fall back to the local judge on every claim, silently)."""
+    from apps.core.llm import llm_configured
+    from apps.grounding.model_judges import JUDGES, nli_configured
+
+    judge = settings.GROUNDING_JUDGE
+    if judge not in JUDGES:
+        hint = f"Use one of {', '.join(JUDGES)}."
+        return [Error(f"GROUNDING_JUDGE is {judge!r}.", hint=hint, id="cortex.E050")]
+    messages = []
+    if judge == "nli" and not nli_configured():
+        messages.append(Error("GROUNDING_JUDGE is nli but GROUNDING_NLI_URL is not set.", id="cortex.E051"))
+    if judge == "llm" and not llm_configured():
+        messages.append(Error("GROUNDING_JUDGE is llm but LLM_URL is not set.", id="cortex.E052"))
+    if settings.GROUNDING_JUDGE_DEADLINE_SECONDS <= 0:
+        messages.append(Error("GROUNDING_JUDGE_DEADLINE_SECONDS must be positive.", id="cortex.E053"))
     return messages

@@ -28,3 +28,19 @@ def test_wikidata_endpoints_must_be_http_urls(settings) -> None:
 def test_a_user_agent_without_contact_is_warned_about(settings) -> None:
     settings.CORTEX_USER_AGENT = "CortexWeb/0.1"
     assert _ids(settings) == ["cortex.W001"]
+
+
+def test_an_unknown_grounding_judge_is_an_error_naming_the_choices(settings) -> None:
+    settings.GROUNDING_JUDGE = "nil"
+    messages = cortex_configuration_check(None)
+    assert [m.id for m in messages] == ["cortex.E050"]
+    assert "local, nli, llm" in messages[0].hint
+
+
+def test_a_model_judge_needs_its_endpoint_and_a_positive_deadline(settings) -> None:
+    settings.GROUNDING_JUDGE, settings.GROUNDING_NLI_URL = "nli", ""
+    assert _ids(settings) == ["cortex.E051"]
+    settings.GROUNDING_JUDGE, settings.LLM_URL = "llm", ""
+    assert _ids(settings) == ["cortex.E052"]
+    settings.GROUNDING_JUDGE, settings.GROUNDING_JUDGE_DEADLINE_SECONDS = "local", 0
+    assert _ids(settings) == ["cortex.E053"]
