@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from apps.core.admin_mixins import ImportLinkMixin, YesNoFilter
@@ -27,6 +27,7 @@ from apps.core.errors import ValidationFailed
 from apps.knowledge import selectors, services
 from apps.knowledge.forms import EntryImportForm
 from apps.knowledge.models import KnowledgeBase, KnowledgeDomain, KnowledgeEntry, KnowledgeSource, SourceType
+from apps.ontology.browse import classes_about_entry
 
 EXPORT_FILENAME = "knowledge-entries.json"
 
@@ -202,11 +203,13 @@ class KnowledgeEntryAdmin(ImportLinkMixin, admin.ModelAdmin):
     search_help_text = "An entry id (exact), or words of the topic, content or source."
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     actions = ["export_entries"]
-    readonly_fields = ["embedded", "content_hash", "embedded_hash", "created_at", "updated_at"]
+    readonly_fields = [
+        "embedded", "content_hash", "embedded_hash", "created_at", "updated_at", "ontology_classes"
+    ]  # fmt: skip
     fieldsets = [
         (None, {"fields": ["entry_id", "domain", "knowledge_source", "topic", "content"]}),
         ("Provenance", {"fields": ["source", "url", "confidence", "last_verified"]}),
-        ("Links", {"fields": ["tags", "related"]}),
+        ("Links", {"fields": ["tags", "related", "ontology_classes"]}),
         ("Embedding (read-only)", {"fields": ["embedded", "content_hash", "embedded_hash"]}),
         ("Record", {"fields": ["created_at", "updated_at"]}),
     ]
@@ -214,6 +217,18 @@ class KnowledgeEntryAdmin(ImportLinkMixin, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeEntry]:
         # The vector is large and never shown.
         return super().get_queryset(request).defer("embedding")
+
+    @admin.display(description="ontology classes about it")
+    def ontology_classes(self, entry: KnowledgeEntry) -> str:
+        """The classes whose ontology notes name this entry (their ``knowledge-entries``), linked."""
+        refs = classes_about_entry(entry.entry_id) if entry.entry_id else []
+        if not refs:
+            return "—"
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            ((reverse("ontology:class_detail", args=[ref.local_name]), ref.term) for ref in refs),
+        )
 
     @admin.display(description="embedding up to date", boolean=True)
     def embedded(self, entry: KnowledgeEntry) -> bool:

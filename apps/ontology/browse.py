@@ -1,20 +1,37 @@
 """What the analysts' ontology pages show (``views.py``): the classes by domain, one class with its
-hierarchy (asserted and inferred) and relationships in both directions, and the exports."""
+hierarchy (asserted and inferred), relationships in both directions, its About text with the
+``[[Name]]`` references as links, and the knowledge entries it is about; and the exports.
+
+Knowledge entries and classes are linked by the notes: a class's ``knowledge-entries`` property
+lists the ids of the entries (``config/knowledge/<domain>/*.json``) that state facts about it —
+the starter notes list 163, each an entry of the packs. ``OntologyGraph.classes_by_entry`` reads
+that the other way round, once per version, for the entry's side (the knowledge admin). The link
+is not added to ``ontology_read``'s answer: the seed fixes the enriched note's fields and the tool
+keeps them exactly, and the ids are already in its ``markdown_content`` (the note as written).
+"""
 
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from apps.knowledge.models import KnowledgeEntry
 from apps.ontology.graph import OntologyGraph, ontology_graph
-from apps.ontology.models import OntologyClass
-from apps.ontology.notes import iri_compact, source_link
+from apps.ontology.models import NAMESPACE, OntologyClass
+from apps.ontology.notes import LOCAL_NAME_RE, iri_compact, source_link
 from apps.ontology.services import ontology_export_markdown
 
 SUBCLASS_OF = "subClassOf"
 DISJOINT_WITH = "disjointWith"
+# A Logseq reference in a note's text: [[LocalName]].
+_REFERENCE_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
 
 
 @dataclass(frozen=True)
@@ -33,11 +50,28 @@ class Relation:
     outgoing: bool  # this class is the subject
 
 
+@dataclass(frozen=True)
+class KnowledgeLink:
+    """A knowledge entry a class's note names: its row when the packs hold it (``entry`` is ``None``
+    for an id no loaded pack has, shown as the bare id)."""
+
+    entry_id: str
+    entry: KnowledgeEntry | None
+
+    @property
+    def url(self) -> str:
+        """The entry's source URL when it is http(s) (a row can hold anything): a link, or none."""
+        url = self.entry.url if self.entry else ""
+        return url if url.startswith(("https://", "http://")) else ""
+
+
 @dataclass
 class ClassView:
     cls: OntologyClass
     source_title: str
     source_url: str
+    about: list[SafeString] = field(default_factory=list)  # the About text's lines, as HTML
+    knowledge: list[KnowledgeLink] = field(default_factory=list)
     parents: list[ClassRef] = field(default_factory=list)
     children: list[ClassRef] = field(default_factory=list)
     inferred: list[ClassRef] = field(default_factory=list)
@@ -83,6 +117,8 @@ def class_view(local_name: str) -> ClassView | None:
         children=_refs(graph, graph.children.get(cls.iri, set())),
         inferred=_refs(graph, graph.inferred_ancestors(cls.iri)),
         disjoint=_refs(graph, cls.disjoint_iris),
+        about=about_html(graph, cls.about),
+        knowledge=knowledge_links(cls.knowledge_entries),
     )
     relations = [Relation(item["type"], class_ref(graph, item["target"]), True) for item in cls.relationships]
     for other in graph.classes.values():
@@ -93,6 +129,45 @@ def class_view(local_name: str) -> ClassView | None:
             view.disjoint.append(class_ref(graph, other.iri))
     view.relations = sorted(relations, key=lambda r: (not r.outgoing, r.kind, r.other.term.lower()))
     return view
+
+
+def _reference_html(graph: OntologyGraph, name: str) -> SafeString:
+    """``[[Name]]`` as a link to the class's page (its preferred term) when the ontology has the
+    class; otherwise the name as plain text."""
+    name = name.strip()
+    cls = graph.classes.get(NAMESPACE + name) if LOCAL_NAME_RE.match(name) else None
+    if cls is None:
+        return escape(name)
+    url = reverse("ontology:class_detail", args=[cls.local_name])
+    return format_html('<a href="{}">{}</a>', url, cls.preferred_term)
+
+
+def about_html(graph: OntologyGraph, about: str) -> list[SafeString]:
+    """A note's About text as HTML, one item a line: every ``[[Name]]`` reference through
+    ``_reference_html``, everything else escaped."""
+    lines = []
+    for line in about.splitlines():
+        parts: list[SafeString] = []
+        end = 0
+        for match in _REFERENCE_RE.finditer(line):
+            parts += [escape(line[end : match.start()]), _reference_html(graph, match.group(1))]
+            end = match.end()
+        parts.append(escape(line[end:]))
+        lines.append(format_html_join("", "{}", ((part,) for part in parts)))
+    return lines
+
+
+def knowledge_links(entry_ids: list[str]) -> list[KnowledgeLink]:
+    """The knowledge entries ``entry_ids`` name, in the note's order, with their rows."""
+    rows = KnowledgeEntry.objects.filter(entry_id__in=entry_ids).select_related("domain").defer("embedding")
+    by_id = {entry.entry_id: entry for entry in rows}
+    return [KnowledgeLink(entry_id, by_id.get(entry_id)) for entry_id in dict.fromkeys(entry_ids)]
+
+
+def classes_about_entry(entry_id: str) -> list[ClassRef]:
+    """The ontology classes whose notes name the knowledge entry ``entry_id``, by term."""
+    graph = ontology_graph()
+    return _refs(graph, graph.classes_by_entry.get(entry_id, []))
 
 
 def export_turtle(*, inferred: bool = False) -> str:

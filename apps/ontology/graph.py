@@ -83,6 +83,16 @@ class OntologyGraph:
         return index
 
     @cached_property
+    def classes_by_entry(self) -> dict[str, list[str]]:
+        """Knowledge entry id → the classes whose notes name it (``knowledge-entries``), sorted:
+        the notes' links read from the entry's side, once per version."""
+        index: dict[str, set[str]] = {}
+        for cls in self.classes.values():
+            for entry_id in cls.knowledge_entries:
+                index.setdefault(entry_id, set()).add(cls.iri)
+        return {entry_id: sorted(iris) for entry_id, iris in index.items()}
+
+    @cached_property
     def lexical(self) -> LexicalIndex:
         """``discover``'s lexical index of the classes, built once per version (on first use): a
         regular expression per class per call cost most of its time at 10k (bench/ontology.py)."""

@@ -5,14 +5,17 @@ neighbourhood graph) and the operators' review queue with approve and reject."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
 from rdflib import RDFS, Graph, URIRef
 
+from apps.knowledge.models import KnowledgeBase, KnowledgeDomain, KnowledgeEntry
 from apps.ontology.models import NAMESPACE, OntologyClass, OntologyProposal
 from tests.conftest import make_user, role_client
 from tests.ontology.test_query_and_propose import CREATE, ontology, propose, writer  # noqa: F401
@@ -120,6 +123,86 @@ def test_a_definition_with_markup_is_escaped(ontology: None) -> None:
     html = Client().get("/ontology/CWE89SqlInjection").content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "<b>Injection</b>" not in html and "SQL &lt;b&gt;Injection&lt;/b&gt;" in html
+
+
+def test_a_class_about_text_links_its_references_and_escapes_the_rest(ontology: None) -> None:
+    html = Client().get("/ontology/CWE89SqlInjection").content.decode()
+    about = html.split('class="ontology-about">')[1].split("</p>")[0]
+    assert "[[" not in about
+    assert (
+        'The primary defence is <a href="/ontology/ParameterisedQuery">Parameterised Query</a>; escaping'
+        in about
+    )
+    assert 'Mapped to OWASP A03 <a href="/ontology/Injection">Injection</a>.' in about
+    OntologyClass.objects.filter(local_name="CWE89SqlInjection").update(
+        about='<i>x</i> [[NoSuchClass]] & [[Injection]]\n[[prov:Entity]] [[<script>]] "q"'
+    )
+    from apps.ontology import services
+
+    services.ontology_version_bump()
+    html = Client().get("/ontology/CWE89SqlInjection").content.decode()
+    about = html.split('class="ontology-about">')[1].split("</p>")[0]
+    assert about == (
+        '&lt;i&gt;x&lt;/i&gt; NoSuchClass &amp; <a href="/ontology/Injection">Injection</a><br>'
+        "prov:Entity &lt;script&gt; &quot;q&quot;"
+    )
+
+
+def _pack_entries(*entry_ids: str) -> list[dict[str, Any]]:
+    """The entries ``entry_ids`` as the packs under config/knowledge/ have them."""
+    found = {}
+    for path in sorted(Path("config/knowledge").glob("*/*.json")):
+        for entry in json.loads(path.read_text(encoding="utf-8"))["entries"]:
+            found[entry["id"]] = {**entry, "domain": path.parent.name}
+    return [found[entry_id] for entry_id in entry_ids]
+
+
+def test_a_class_page_lists_the_knowledge_entries_about_it_and_entries_link_back(ontology: None) -> None:
+    # CWE-89's note names SEC-013, SEC-021, SEC-027 and TECH-038; two of them are loaded here.
+    base = KnowledgeBase.objects.create(name="default")
+    for pack in _pack_entries("SEC-013", "SEC-021"):
+        domain, _ = KnowledgeDomain.objects.get_or_create(base=base, name=pack["domain"])
+        KnowledgeEntry.objects.create(
+            entry_id=pack["id"],
+            domain=domain,
+            topic=pack["topic"],
+            content=pack["content"],
+            source=pack["source"],
+            url=pack["url"],
+        )
+    KnowledgeEntry.objects.filter(entry_id="SEC-021").update(url="javascript:alert(1)")
+    html = Client().get("/ontology/CWE89SqlInjection").content.decode()
+    section = html.split('class="ontology-knowledge"')[1].split("</ul>")[0]
+    items = [" ".join(item.split()) for item in section.split("<li>")[1:]]
+    sec013, sec021 = _pack_entries("SEC-013", "SEC-021")
+    assert items[0] == (
+        f'<code>SEC-013</code> {sec013["topic"]} — <a href="{sec013["url"]}" rel="noopener noreferrer">'
+        f'{sec013["source"]}</a> <span class="tag">security</span> </li>'
+    )
+    assert items[1] == (  # a URL that is not http(s) is no link
+        f'<code>SEC-021</code> {sec021["topic"]} — {sec021["source"]} <span class="tag">security</span> </li>'
+    )
+    assert [item.split("</code>")[0] for item in items] == [
+        "<code>SEC-013", "<code>SEC-021", "<code>SEC-027", "<code>TECH-038"
+    ]  # fmt: skip
+    assert items[3].endswith('<span class="empty">not in the loaded knowledge packs</span> </li>')
+    # The entry's side: the classes whose notes name it, linked, in the knowledge admin.
+    admin = Client()
+    admin.force_login(make_user("root", is_superuser=True))
+    entry = KnowledgeEntry.objects.get(entry_id="SEC-013")
+    page = admin.get(f"/admin/knowledge/knowledgeentry/{entry.pk}/change/").content.decode()
+    assert (
+        '<a href="/ontology/CWE89SqlInjection">CWE-89 SQL Injection</a>, '
+        '<a href="/ontology/ParameterisedQuery">Parameterised Query</a>'
+    ) in page.split("field-ontology_classes")[1]
+    other = KnowledgeEntry.objects.get(entry_id="SEC-021")  # the CWE Top 25: four notes name it
+    page = admin.get(f"/admin/knowledge/knowledgeentry/{other.pk}/change/").content.decode()
+    assert (
+        '<a href="/ontology/CweWeakness">CWE Weakness</a>, '
+        '<a href="/ontology/CWE787OutOfBoundsWrite">CWE-787 Out-of-bounds Write</a>, '
+        '<a href="/ontology/CWE79CrossSiteScripting">CWE-79 Cross-site Scripting</a>, '
+        '<a href="/ontology/CWE89SqlInjection">CWE-89 SQL Injection</a></div>'
+    ) in page
 
 
 @pytest.mark.parametrize("name", ["NoSuchClass", "cwe89sqlinjection", "CWE89SqlInjection.md"])
