@@ -1,7 +1,7 @@
 """Grounding verification (seed 001): claims → domain → evidence → verdict, logged for review.
 
-The fast path uses no language model, in the manner of RefChecker/FActScore/SAFE's
-split-retrieve-label pipeline with a similarity-based labeller:
+The local judge uses no language model, in the manner of RefChecker/FActScore/SAFE's
+split-retrieve-label pipeline with a similarity-based labeller (docs/grounding.md):
 
 1. **claims** — a message is split into sentences; a sentence is a claim when it matches a
    configured claim pattern or names a grounding agent's keyword, and is at least
@@ -11,11 +11,15 @@ split-retrieve-label pipeline with a similarity-based labeller:
 3. **evidence** — hybrid search of that domain; each of the best entries is split into
    sentences, and the sentence most similar to the claim is what the claim is compared with;
 4. **verdict** — *contradicted* when a similar enough sentence disagrees explicitly (a number or
-   duration, an identifier, a complexity class, a negation, a must/may flip, an opposite term:
-   ``contradictions.py``), with that entry as the correction; *supported* when the most similar
-   sentence is close enough and nothing disagrees; *unverified* otherwise. Confidence grows
-   with the distance from the thresholds, and verdicts below ``confidence_threshold`` wait in
-   the operators' review queue.
+   duration, an identifier, a complexity class, a negation, a must/may flip, a stance, an opposite
+   term: ``contradictions.py``, ``stance.py``), with that entry as the correction; *supported* when
+   the most similar sentence is close enough, nothing disagrees and it states the claim's numbers
+   and names; *unverified* otherwise;
+5. **confidence** — the share of calibration claims judged on the same basis that had that verdict
+   (``calibration.py``); a decisive verdict its basis did not earn becomes unverified. Verdicts
+   below ``confidence_threshold`` wait in the operators' review queue;
+6. **model judge** — with ``GROUNDING_JUDGE`` = ``nli`` or ``llm``, a model decides on the same
+   evidence sentences, and the local verdict is the fallback when it fails or is too slow.
 """
 
 from __future__ import annotations
