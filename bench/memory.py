@@ -50,7 +50,6 @@ import apps.embeddings.services as embedding_services
 from apps.core.redis import get_redis
 from apps.core.services import api_token_create
 from apps.embeddings.backends import EMBEDDING_DIMENSION
-from apps.embeddings.fields import HNSW_EF_SEARCH
 from apps.memory import answers, selectors
 from apps.memory.models import Memory, MemorySettings, MemoryType
 from apps.memory.services import Scope, TellItem, memory_tell
@@ -528,13 +527,7 @@ def run(report) -> None:
         with transaction.atomic():
             token, _ = api_token_create(name=f"bench-memory-{namespace}", scopes=["read", "write"])
             scope = Scope(token=token)
-            with connection.cursor() as cursor:
-                # hnsw_filtered_scan's settings for the whole run, so the raw query has them too.
-                cursor.execute(
-                    "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-                    "set_config('hnsw.ef_search', %s, true)",
-                    [str(HNSW_EF_SEARCH)],
-                )
+            # Every connection has hnsw_filtered_scan's settings (DATABASES options), the raw query too.
             loaded, built = _hnsw_rebuilt(lambda: _bulk_load(token.pk, SIZE))
             print(
                 f"memory.setup: {SIZE} memories with random vectors inserted in {loaded:.1f} s "

@@ -51,6 +51,12 @@ _database_options.setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)
 if DATABASE_STATEMENT_TIMEOUT > 0:
     _statement_timeout = f"-c statement_timeout={round(DATABASE_STATEMENT_TIMEOUT * 1000)}"
     _database_options["options"] = f"{_database_options.get('options', '')} {_statement_timeout}".strip()
+# Every connection scans HNSW indexes in strict distance order until enough rows pass a query's filters
+# (pgvector 0.8's iterative scan), HNSW_EF_SEARCH candidates at a time: set once when it connects, not
+# per query (apps/embeddings/fields.py says why filtered vector queries need it).
+HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
+_hnsw = f"-c hnsw.iterative_scan=strict_order -c hnsw.ef_search={HNSW_EF_SEARCH}"
+_database_options["options"] = f"{_database_options.get('options', '')} {_hnsw}".strip()
 # Every Redis client (our own, Django's cache, Celery's broker and results) gives up on a connection
 # attempt after REDIS_SOCKET_CONNECT_TIMEOUT seconds and on an answer after REDIS_SOCKET_TIMEOUT.
 REDIS_SOCKET_CONNECT_TIMEOUT = env.float("REDIS_SOCKET_CONNECT_TIMEOUT", default=2.0)

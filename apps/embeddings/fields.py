@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.db import connection, transaction
 from pgvector.django import HnswIndex, VectorField
 
@@ -31,12 +32,8 @@ def hnsw_cosine_index(*, name: str, field: str) -> HnswIndex:
     return HnswIndex(name=name, fields=[field], m=16, ef_construction=64, opclasses=["vector_cosine_ops"])
 
 
-#: Candidates the index examines at a time (pgvector's default is 40).
-HNSW_EF_SEARCH = 100
-
-
 @contextlib.contextmanager
-def hnsw_filtered_scan(*, ef_search: int = HNSW_EF_SEARCH) -> Iterator[None]:
+def hnsw_filtered_scan(*, ef_search: int | None = None) -> Iterator[None]:
     """Nearest-neighbour queries inside (evaluated inside) return every row they ask for.
 
     An HNSW scan yields ``hnsw.ef_search`` candidates and only then applies the query's filters (a
@@ -44,7 +41,15 @@ def hnsw_filtered_scan(*, ef_search: int = HNSW_EF_SEARCH) -> Iterator[None]:
     another entry point of the graph would have found: which ones depends on how the graph happened
     to be built (its levels are random). pgvector 0.8's iterative scan keeps going, in strict distance
     order, until enough rows pass the filters.
+
+    Every connection is opened with that scan and ``settings.HNSW_EF_SEARCH`` (the ``options`` of
+    ``DATABASES``), so with the default this costs nothing: setting them per query took a savepoint
+    and three round trips. Another ``ef_search`` is set for the block only (``SET LOCAL``). The block
+    marks, where a query is made, that it depends on the scan.
     """
+    if ef_search is None or ef_search == settings.HNSW_EF_SEARCH:
+        yield
+        return
     with transaction.atomic(), connection.cursor() as cursor:
         # set_config(..., true) is SET LOCAL: it ends with this transaction (or the caller's).
         cursor.execute(

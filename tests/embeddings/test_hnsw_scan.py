@@ -49,12 +49,27 @@ def test_a_filtered_index_scan_is_not_cut_short_by_nearer_rows_the_filter_drops(
         .order_by("distance")[:10]
     )
     assert "knowledge_entry_embedding" in nearest_far.explain()
-    # A plain scan hands over its 40 nearest candidates, all dropped by the filter.
+    with connection.cursor() as cursor:
+        # What pgvector does without the iterative scan every connection is opened with.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+    # A plain scan hands over its ef_search nearest candidates, all dropped by the filter.
     assert len(list(nearest_far.all())) < 10
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
 
-    with hnsw_filtered_scan():
-        found = list(nearest_far.all())
+    for ef_search in (None, 40):  # the connection's settings, and another ef_search for the block
+        with hnsw_filtered_scan(ef_search=ef_search):
+            found = list(nearest_far.all())
+        assert len(found) == 10
+        distances = [row.distance for row in found]
+        assert distances == sorted(distances)
 
-    assert len(found) == 10
-    distances = [row.distance for row in found]
-    assert distances == sorted(distances)
+
+def test_every_connection_is_opened_with_the_iterative_scan(settings) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT '[1,0]'::vector")  # the extension's settings exist once it is loaded
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
+        assert cursor.fetchone() == ("strict_order", str(settings.HNSW_EF_SEARCH))
+        with hnsw_filtered_scan(ef_search=settings.HNSW_EF_SEARCH + 1):
+            cursor.execute("SELECT current_setting('hnsw.ef_search')")
+            assert cursor.fetchone() == (str(settings.HNSW_EF_SEARCH + 1),)
