@@ -14,7 +14,7 @@ from apps.connectors.adapters import register_adapter
 from apps.core.errors import ValidationFailed, pydantic_errors_to_details
 
 
-@register_adapter("arxiv.search")
+@register_adapter("arxiv.search", input_model=SearchIn)
 def arxiv_search_tool(tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     services.arxiv_feature_check()
     try:

@@ -2,17 +2,24 @@
 
 An app registers a callable for a canonical tool name::
 
-    @register_adapter("arxiv.search")
+    @register_adapter("arxiv.search", input_model=SearchIn)
     def arxiv_search(tool: RemoteTool, arguments: dict) -> dict: ...
 
 and the gateway dispatches calls of that tool to it. Adapters raise
 ``ApplicationError``s (``UpstreamError`` for upstream failures) like any service.
+``input_model`` is the pydantic model the adapter validates its arguments with (the
+same one its REST endpoint takes): its JSON Schema is the tool's published input
+schema, so the catalogue cannot drift from what the adapter accepts.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable
 from typing import Any
+
+from pydantic import BaseModel
 
 from apps.connectors.models import RemoteTool
 from apps.core.errors import ApplicationError
@@ -20,6 +27,7 @@ from apps.core.errors import ApplicationError
 Adapter = Callable[[RemoteTool, dict[str, Any]], dict[str, Any]]
 
 _adapters: dict[str, Adapter] = {}
+_input_models: dict[str, type[BaseModel]] = {}
 
 
 class NotImplementedYet(ApplicationError):
@@ -29,8 +37,13 @@ class NotImplementedYet(ApplicationError):
     code = "not_implemented"
 
 
-def register_adapter(tool_name: str) -> Callable[[Adapter], Adapter]:
-    """Decorator: answer calls of the canonical ``tool_name`` with the decorated callable."""
+def register_adapter(
+    tool_name: str, *, input_model: type[BaseModel] | None = None
+) -> Callable[[Adapter], Adapter]:
+    """Decorator: answer calls of the canonical ``tool_name`` with the decorated callable.
+
+    ``input_model``: the model the adapter validates its arguments with, when it has one.
+    """
 
     def decorator(adapter: Adapter) -> Adapter:
         existing = _adapters.get(tool_name)
@@ -39,6 +52,8 @@ def register_adapter(tool_name: str) -> Callable[[Adapter], Adapter]:
                 f"Tool '{tool_name}' already has an adapter: {existing.__module__}.{existing.__name__}"
             )
         _adapters[tool_name] = adapter
+        if input_model is not None:
+            _input_models[tool_name] = input_model
         return adapter
 
     return decorator
@@ -47,6 +62,18 @@ def register_adapter(tool_name: str) -> Callable[[Adapter], Adapter]:
 def unregister_adapter(tool_name: str) -> None:
     """Forget a tool's adapter (tests, reloads)."""
     _adapters.pop(tool_name, None)
+    _input_models.pop(tool_name, None)
+
+
+def adapter_input_schema(tool_name: str) -> dict[str, Any] | None:
+    """The JSON Schema of the arguments the tool's adapter validates with, if it declares a model."""
+    model = _input_models.get(tool_name)
+    return copy.deepcopy(_model_schema(model)) if model is not None else None
+
+
+@functools.cache
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
 
 
 def adapter_for(tool_name: str) -> Adapter | None:

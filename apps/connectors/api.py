@@ -57,7 +57,7 @@ def list_tools(request: HttpRequest, filters: Query[ToolFilter]) -> list[dict]:
             "description": tool.description or None,
             "tags": tool.tags,
             "scopes": tool.scopes,
-            "inputSchema": tool.input_schema,
+            "inputSchema": selectors.tool_input_schema(tool),
         }
         for tool in tools
     ]

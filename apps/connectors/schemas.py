@@ -15,7 +15,11 @@ class ToolOut(Schema):
     description: str | None = None
     tags: list[str]
     scopes: list[str]
-    inputSchema: dict[str, Any] | None = Field(None, description="JSON Schema of the arguments, when known.")
+    inputSchema: dict[str, Any] = Field(
+        ...,
+        description="JSON Schema of the arguments: the upstream's once synced, a native tool's own, "
+        "else the registry's declared one (an open object when none was declared).",
+    )
 
 
 class ToolCallIn(StrictSchema):

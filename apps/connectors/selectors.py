@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 from ulid import ULID
 
+from apps.connectors.adapters import adapter_input_schema
 from apps.connectors.models import Connector, RemoteTool, ToolAlias, connectors_switched_off
 from apps.connectors.registry_watch import watch
 from apps.connectors.services import REGISTRY_VERSION_KEY
@@ -32,7 +33,38 @@ def _endpoint(stored: str, variable: str) -> str:
     return (os.environ.get(variable) if variable else None) or stored
 
 
-def _published_tool(name: str, description: str, tags: list[str], scopes: list[str]) -> dict[str, Any]:
+# A tool whose arguments nobody declared (and no sync has recorded) still gets an object schema:
+# any object, which its upstream then judges.
+UNDECLARED_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": True,
+    "description": "Arguments not declared in the registry; the upstream checks them.",
+}
+
+
+def input_schema_published(
+    *, name: str, upstream: dict[str, Any] | None, declared: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The input schema agents see for a tool (``/v1/tools``, the service map, MCP ``tools/list``).
+
+    The upstream's own once a sync recorded it; for a native tool, the schema of the model its
+    adapter validates with (derived, never copied); else the manifest's declared one; else
+    :data:`UNDECLARED_INPUT_SCHEMA`. Never ``None``.
+    """
+    schema = upstream or adapter_input_schema(name) or declared
+    return dict(schema) if schema else dict(UNDECLARED_INPUT_SCHEMA)
+
+
+def tool_input_schema(tool: RemoteTool) -> dict[str, Any]:
+    """:func:`input_schema_published` of a ``RemoteTool``."""
+    return input_schema_published(
+        name=tool.name, upstream=tool.upstream_input_schema, declared=tool.declared_input_schema
+    )
+
+
+def _published_tool(
+    name: str, description: str, tags: list[str], scopes: list[str], input_schema: dict[str, Any]
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": name}
     if description:
         entry["description"] = description
@@ -40,6 +72,7 @@ def _published_tool(name: str, description: str, tags: list[str], scopes: list[s
         entry["tags"] = tags
     if scopes:
         entry["scopes"] = scopes
+    entry["inputSchema"] = input_schema
     return entry
 
 
@@ -55,10 +88,19 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
     tool_rows = (
         RemoteTool.objects.exclude(connector__slug__in=switched_off)
         .order_by("connector_id", "position", "name")
-        .values_list("connector_id", "name", "description", "tags", "scopes")
+        .values_list(
+            "connector_id",
+            "name",
+            "description",
+            "tags",
+            "scopes",
+            "upstream_input_schema",
+            "declared_input_schema",
+        )
     )
-    for connector_id, name, description, tags, scopes in tool_rows:
-        tools.setdefault(connector_id, []).append(_published_tool(name, description, tags, scopes))
+    for connector_id, name, description, tags, scopes, upstream, declared in tool_rows:
+        schema = input_schema_published(name=name, upstream=upstream, declared=declared)
+        tools.setdefault(connector_id, []).append(_published_tool(name, description, tags, scopes, schema))
     entries = []
     connector_rows = (
         Connector.objects.switched_on()

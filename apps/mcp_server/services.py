@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from apps.connectors.gateway import tool_call, tool_call_record
 from apps.connectors.models import CallTransport, RemoteTool, connectors_switched_off
-from apps.connectors.selectors import service_map_cached, tool_resolve, tools_filtered
+from apps.connectors.selectors import service_map_cached, tool_input_schema, tool_resolve, tools_filtered
 from apps.core.errors import (
     ApplicationError,
     AuthenticationRequired,
@@ -54,8 +54,6 @@ from apps.wikidata import selectors as wikidata_selectors
 logger = get_logger(__name__)
 
 OWN_CONNECTOR = "cortexweb"
-# A catalogue tool whose schema was neither declared nor synced still needs one in tools/list.
-ANY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 
 
 class UnknownTool(Exception):
@@ -157,7 +155,7 @@ def _catalogue_listing(tool: RemoteTool) -> dict[str, Any]:
         "description": tool.description
         or tool.upstream_description
         or f"{tool.name} ({tool.connector.slug})",
-        "inputSchema": tool.input_schema or ANY_OBJECT_SCHEMA,
+        "inputSchema": tool_input_schema(tool),
         "annotations": annotations,
         "_meta": {
             "cortexweb/scope": TokenScope.UPSTREAM,

@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from apps.arxiv.schemas import SearchIn
 from apps.connectors import registry_watch, selectors
 from apps.connectors.models import Connector, RemoteTool
 from apps.connectors.services import REGISTRY_VERSION_KEY, manifest_import
@@ -57,7 +58,14 @@ def test_map_has_the_seed_shape_and_a_valid_signature(default_registry: dict, mo
         "source": "https://github.com/wmde/WikidataMCP",
         "brand": "brAInwav",
     }
+    # The seed's tool fields, plus each tool's input schema (the declared one: no sync has run).
+    declared = {
+        tool["name"]: tool["inputSchema"] for tool in default_registry["connectors"][2]["remoteTools"]
+    }
+    assert [tool.pop("inputSchema") for tool in wikidata["remoteTools"]] == list(declared.values())
     assert wikidata["remoteTools"][:4] == VECTOR["payload"]["connectors"][1]["remoteTools"]
+    arxiv_schema = arxiv["remoteTools"][0].pop("inputSchema")
+    assert arxiv_schema == SearchIn.model_json_schema()  # what POST /v1/arxiv/search validates with
     assert arxiv["remoteTools"] == [
         {
             "name": "arxiv.search",
@@ -66,7 +74,8 @@ def test_map_has_the_seed_shape_and_a_valid_signature(default_registry: dict, mo
             "scopes": ["literature"],
         }
     ]
-    text = response.content.decode()
+    # Absent optional fields are omitted, never null (a JSON Schema may say null: popped above).
+    text = json.dumps(body)
     for internal in (
         "upstreamName",
         "aliases",

@@ -113,6 +113,7 @@ def test_admin_refuses_a_declared_schema_with_a_remote_ref(
     admin_client: Client, default_registry: dict, listener
 ) -> None:
     tool = RemoteTool.objects.get(name="wikidata.get_hierarchy")
+    declared = tool.declared_input_schema
     url = f"/admin/connectors/remotetool/{tool.pk}/change/"
     data = _form_data(admin_client.get(url))
     data["declared_input_schema"] = json.dumps(_remote_ref_schema(listener.url))
@@ -126,7 +127,8 @@ def test_admin_refuses_a_declared_schema_with_a_remote_ref(
             f"outside the schema, which CortexWeb never fetches; {LOCAL_REFS_ONLY}"
         ]
     }
-    assert RemoteTool.objects.get(pk=tool.pk).declared_input_schema is None
+    assert declared is not None
+    assert RemoteTool.objects.get(pk=tool.pk).declared_input_schema == declared  # the manifest's, kept
     assert listener.connections == 0
 
 
