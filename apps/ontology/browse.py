@@ -18,6 +18,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -27,6 +28,7 @@ from apps.ontology.graph import OntologyGraph, ontology_graph
 from apps.ontology.models import NAMESPACE, OntologyClass
 from apps.ontology.notes import LOCAL_NAME_RE, iri_compact, source_link
 from apps.ontology.services import ontology_export_markdown
+from apps.wikidata.models import Fact
 
 SUBCLASS_OF = "subClassOf"
 DISJOINT_WITH = "disjointWith"
@@ -72,6 +74,7 @@ class ClassView:
     source_url: str
     about: list[SafeString] = field(default_factory=list)  # the About text's lines, as HTML
     knowledge: list[KnowledgeLink] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
     parents: list[ClassRef] = field(default_factory=list)
     children: list[ClassRef] = field(default_factory=list)
     inferred: list[ClassRef] = field(default_factory=list)
@@ -119,6 +122,7 @@ def class_view(local_name: str) -> ClassView | None:
         disjoint=_refs(graph, cls.disjoint_iris),
         about=about_html(graph, cls.about),
         knowledge=knowledge_links(cls.knowledge_entries),
+        facts=facts_about(cls),
     )
     relations = [Relation(item["type"], class_ref(graph, item["target"]), True) for item in cls.relationships]
     for other in graph.classes.values():
@@ -129,6 +133,23 @@ def class_view(local_name: str) -> ClassView | None:
             view.disjoint.append(class_ref(graph, other.iri))
     view.relations = sorted(relations, key=lambda r: (not r.outgoing, r.kind, r.other.term.lower()))
     return view
+
+
+#: The most stored facts a class page lists.
+FACTS_ABOUT_LIMIT = 20
+
+
+def facts_about(cls: OntologyClass) -> list[Fact]:
+    """Stored Wikidata facts (from fact runs) whose subject or value is named by one of the class's terms
+    — its preferred term or an alternative, compared without case: the facts an agent found about the
+    concept. The notes carry no Wikidata ids, so the terms are the link; newest first."""
+    terms = {term.strip() for term in (cls.preferred_term, *cls.alt_terms) if term and term.strip()}
+    if not terms:
+        return []
+    named = Q()
+    for term in terms:
+        named |= Q(qid_label__iexact=term) | Q(value_label__iexact=term)
+    return list(Fact.objects.filter(named).select_related("run").order_by("-created_at")[:FACTS_ABOUT_LIMIT])
 
 
 def _reference_html(graph: OntologyGraph, name: str) -> SafeString:

@@ -289,3 +289,20 @@ def test_reviews_count_against_the_page_submission_limit(staged: dict[str, Any],
     assert fragment.status_code == 200 and fragment["Retry-After"]
     assert 'role="alert">Too many searches' in fragment.content.decode()
     assert OntologyProposal.objects.get(pk=bad).status == "staged"
+
+
+def test_a_class_page_lists_the_stored_facts_its_terms_name(ontology: None) -> None:
+    from tests.wikidata.test_pages import make_fact, make_run
+
+    run = make_run("What is SQL injection a subclass of?")
+    injection = "SQL injection — subclass of — <code injection>"
+    make_fact(run, qid="Q506059", qid_label="sql injection", text=injection)
+    universe = "Universe — instance of — universe"
+    make_fact(run, position=2, qid="Q1", qid_label="Universe", text=universe, claim_guid="Q1$X")
+    html = Client().get("/ontology/CWE89SqlInjection").content.decode()
+    section = html.split('id="facts-heading"')[1].split("</section>")[0]
+    assert "SQL injection — subclass of — &lt;code injection&gt;" in section  # an alt term, any case; escaped
+    assert "Universe" not in section
+    assert f'href="/facts/runs/{run.pk}"' in section
+    empty = Client().get("/ontology/ParameterisedQuery").content.decode()
+    assert "No stored fact names this class" in empty.split('id="facts-heading"')[1]
