@@ -52,6 +52,16 @@ class EmbeddedUrls:
     redis_url: str
 
 
+# The servers this process attached to (settings do it at start-up), for a command that must
+# release them before it says it has stopped (``manage.py run``).
+_attached_here: list[EmbeddedServices] = []
+
+
+def attached_services() -> EmbeddedServices | None:
+    """The embedded servers this process holds a lease on, if any."""
+    return next((services for services in reversed(_attached_here) if services._attached), None)
+
+
 def default_data_dir(base_dir: Path) -> Path:
     return Path(os.environ.get("CORTEX_DATA_DIR") or base_dir / ".cortex").resolve()
 
@@ -91,19 +101,25 @@ class EmbeddedServices:
             self._attached = True
             atexit.register(self.detach)
             _exit_cleanly_on_sigterm()
+        _attached_here.append(self)
         return EmbeddedUrls(database_url=database_url, redis_url=redis_url)
 
-    def detach(self) -> None:
-        """Release this process's lease; the last holder stops both servers."""
+    def detach(self) -> list[int]:
+        """Release this process's lease; the last holder stops both servers.
+
+        Returns the pids of the processes still holding leases (empty: both servers stopped).
+        """
         if not self._attached:
-            return
+            return sorted(self._live_lease_pids())
         self._attached = False
         with self._lock():
             self._lease_path(os.getpid()).unlink(missing_ok=True)
-            if self._live_lease_pids():
-                return
+            others = self._live_lease_pids()
+            if others:
+                return sorted(others)
             self._stop_redis()
             self._stop_postgres()
+        return []
 
     def stop(self) -> None:
         """Stop both servers now, whoever holds leases (used by `manage.py embedded stop`)."""

@@ -420,7 +420,8 @@ LOGGING = {
         "json": {"()": "apps.core.logging.json_formatter"},
     },
     "handlers": {
-        "stdout": {"class": "logging.StreamHandler", "formatter": "json"},
+        # JSON lines on a pipe or file, readable lines on a terminal (apps/core/logging.py).
+        "stdout": {"class": "apps.core.logging.ConsoleHandler", "formatter": "json"},
     },
     "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
     "loggers": {

@@ -10,8 +10,11 @@ from django.views.defaults import server_error as django_server_error
 
 from apps.core.auth import metrics_access_check
 from apps.core.errors import ApplicationError, BadRequest, NotFound, error_response
+from apps.core.logging import get_logger
 from apps.core.metrics import render_metrics
 from apps.core.selectors import readiness
+
+logger = get_logger(__name__)
 
 
 @require_GET
@@ -26,7 +29,14 @@ def readyz(request: HttpRequest) -> JsonResponse:
     checks = readiness()
     failed = sorted(name for name, result in checks.items() if not result["ok"])
     body = {"status": "ready" if not failed else "unavailable", "failed": failed, "checks": checks}
-    return JsonResponse(body, status=503 if failed else 200)
+    response = JsonResponse(body, status=503 if failed else 200)
+    if failed:
+        # Not ready is an answer, not a server error: probes poll through it at every start-up
+        # (manage.py run, orchestrators). Logged as information naming what is missing; whatever
+        # failed logs its own error where it failed.
+        logger.info("readyz.not_ready", failed=failed)
+        response._has_been_logged = True  # type: ignore[attr-defined] - Django's log_response skips it
+    return response
 
 
 @require_GET

@@ -1,8 +1,11 @@
 """`manage.py run` (what `make run` calls), end to end, in its own data directory:
-ready within two minutes, admin served, SIGTERM leaves no process behind."""
+ready within two minutes, admin served, SIGTERM leaves no process behind; its console
+is one JSON object a line (stdout is not a terminal here), names every page, logs no
+error during a clean start and ends saying what stopped."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from apps.core.management.commands.run import PAGES
 from cortexweb.embedded import EmbeddedServices
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +85,20 @@ def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: py
     assert services.status()["postgres_pid"] is None
     assert services.status()["redis_pid"] is None
     assert _get(f"{base}/healthz") == 0
+
+    lines = log_path.read_text().splitlines()
+    records = [json.loads(line) for line in lines]  # one format: every line a JSON object
+    assert {record["process"] for record in records} == {"run", "web", "worker", "beat"}
+    assert [record for record in records if record["level"] in {"error", "critical"}] == []
+    [ready] = [record for record in records if record["event"].startswith("CortexWeb is ready")]
+    assert ready["pages"] == {name: f"{base}{path}" for name, path in PAGES}
+    for path in ("/", "/connectors", "/facts", "/papers", "/knowledge", "/verifications", "/events"):
+        assert f'"{base}{path}"' in "\n".join(lines)
+    root_warnings = [record for record in records if "Celery runs as root" in record["event"]]
+    assert len(root_warnings) == (1 if os.geteuid() == 0 else 0)
+    assert all("\n" not in record["event"] for record in records)
+    assert records[-1]["event"] == "stopped web, worker, beat, Redis and Postgres"
+    assert records[-1]["process"] == "run" and records[-1]["level"] == "info"
 
 
 def _wait_for_text(path: Path, text: str, timeout: float = 10) -> bool:

@@ -3,9 +3,15 @@
 Migrates, ensures an admin user, collects static files, then supervises the
 ASGI server (uvicorn), one Celery worker and Celery beat, with their output
 interleaved and prefixed. A crashed worker or beat is restarted with backoff
-(the web server's exit stops everything). SIGINT/SIGTERM stops the children, then this
-process's exit releases its lease on the embedded Postgres and Redis, which
-stops them too when nothing else uses them.
+(the web server's exit stops everything). SIGINT/SIGTERM stops the children, then
+releases this process's lease on the embedded Postgres and Redis, which stops them
+when nothing else uses them, and says on its last line what stopped.
+
+One format on stdout: on a terminal, readable lines prefixed with the process
+(``web   | 06:08:26 info    …``); otherwise JSON objects, one a line, each with
+``process``. Children always log JSON (their stdout is a pipe); this process
+re-renders their lines, and wraps the few plain lines they print, in the format
+of its own stdout.
 
 Children die with this process even after ``kill -9`` (PR_SET_PDEATHSIG), and
 this process dies with its parent (``make``) the same way, so no server of
@@ -16,6 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
+import json
+import logging
 import os
 import shutil
 import signal
@@ -25,15 +34,19 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
 
 from apps.core.default_data import default_data_load
+from apps.core.logging import json_formatter, readable_line, uvicorn_log_config
 from apps.core.services import superuser_ensure
+from cortexweb.embedded import attached_services
 
 PR_SET_PDEATHSIG = 1
 CHILD_STOP_TIMEOUT_SECONDS = 15.0
@@ -43,6 +56,25 @@ RESTARTED_CHILDREN = ("worker", "beat")
 RESTART_MAX_DELAY_SECONDS = 60.0
 RESTART_RESET_SECONDS = 60.0
 COLOURS = {"web": "\033[36m", "worker": "\033[33m", "beat": "\033[35m"}
+# The pages the ready message lists (README "What make run starts" lists the same).
+PAGES = (
+    ("home", "/"),
+    ("connectors", "/connectors"),
+    ("facts", "/facts"),
+    ("papers", "/papers"),
+    ("knowledge", "/knowledge"),
+    ("verifications", "/verifications"),
+    ("memories", "/memories"),
+    ("ontology", "/ontology"),
+    ("events", "/events"),
+    ("admin", "/admin/"),
+    ("agent API", "/v1/docs"),
+    ("MCP", "/mcp"),
+    ("resources", "/api/"),
+    ("health", "/healthz"),
+    ("readiness", "/readyz"),
+    ("metrics", "/metrics"),
+)
 
 
 def _die_with_parent() -> None:
@@ -72,15 +104,19 @@ class Command(BaseCommand):
         self._stopping = threading.Event()
         self._children: dict[str, subprocess.Popen[str]] = {}
         self._output_lock = threading.Lock()
+        self._terminal = self.stdout.isatty()
+        self._own_logs_here()
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
+        exit_code = 1
         try:
             self._prepare()
             self._start_children(host, port, concurrency)
             exit_code = self._supervise(f"http://{host}:{port}")
         finally:
-            self._stop_children()
+            stopped = self._stop_children()
             pid_file.unlink(missing_ok=True)
+            self._say(self._stop_servers(stopped), level="info" if not exit_code else "error")
         if exit_code:
             raise CommandError(f"a child process failed (exit {exit_code}); everything was stopped")
 
@@ -99,9 +135,16 @@ class Command(BaseCommand):
             )
         pid_file.write_text(str(os.getpid()))  # a stale file after kill -9 is simply replaced
 
+    def _own_logs_here(self) -> None:
+        """This process's own log records (migrations, default data) in the stream's format, as "run"."""
+        root = logging.getLogger()
+        root.handlers = [_RelayHandler(self)]
+
     def _prepare(self) -> None:
         self._say("checking configuration")
-        call_command("check", deploy=False)
+        checked = io.StringIO()
+        call_command("check", deploy=False, stdout=checked)
+        self._say(" ".join(checked.getvalue().split()))
         self._say("migrating the database")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
@@ -118,6 +161,10 @@ class Command(BaseCommand):
         Path(settings.PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
     def _start_children(self, host: str, port: int, concurrency: int) -> None:
+        self._say(
+            f"starting web (uvicorn on http://{host}:{port}), worker (queues "
+            f"{', '.join(settings.CELERY_WORKER_QUEUES)}; {concurrency} processes) and beat"
+        )
         self._commands = self._child_commands(host, port, concurrency)
         self._restarts: dict[str, _Restarts] = {name: _Restarts() for name in RESTARTED_CHILDREN}
         for name in self._commands:
@@ -126,6 +173,8 @@ class Command(BaseCommand):
     def _child_commands(self, host: str, port: int, concurrency: int) -> dict[str, list[str]]:
         python = sys.executable
         run_dir = settings.CORTEX_DATA_DIR / "run"
+        log_config = run_dir / "uvicorn-logging.json"
+        log_config.write_text(json.dumps(uvicorn_log_config(), indent=2))
         return {
             "web": [
                 python,
@@ -142,11 +191,14 @@ class Command(BaseCommand):
                 "on",
                 "--timeout-graceful-shutdown",
                 "10",
+                "--log-config",
+                str(log_config),
             ],
             "worker": [
                 python,
                 "-m",
                 "celery",
+                "--quiet",  # no banner: the ready message says what runs
                 "-A",
                 "cortexweb",
                 "worker",
@@ -163,6 +215,7 @@ class Command(BaseCommand):
                 python,
                 "-m",
                 "celery",
+                "--quiet",
                 "-A",
                 "cortexweb",
                 "beat",
@@ -229,24 +282,25 @@ class Command(BaseCommand):
             self._say(f"{name} restarted (restart {restarts.count})")
 
     def _announce(self, base_url: str) -> None:
-        lines = [
-            "CortexWeb is ready:",
-            f"  admin       {base_url}/admin/",
-            f"  agent API   {base_url}/v1/docs",
-            f"  resources   {base_url}/api/",
-            f"  readiness   {base_url}/readyz",
-            f"  metrics     {base_url}/metrics",
-            self._admin_note,
-            "Press Ctrl-C to stop.",
-        ]
-        for line in lines:
-            self._say(line)
+        pages = {name: f"{base_url}{path}" for name, path in PAGES}
+        if self._terminal:
+            width = max(len(name) for name in pages)
+            lines = [f"  {name:<{width}}  {url}" for name, url in pages.items()]
+            self._say("CortexWeb is ready:")
+            with self._output_lock:  # continuation lines of that message, aligned under it
+                for line in [*lines, f"  {self._admin_note}", "  Press Ctrl-C to stop."]:
+                    self.stdout.write(f"{'run':<6}| {line}")
+                self.stdout.flush()
+        else:
+            self._say(f"CortexWeb is ready at {base_url}/", pages=pages, admin=self._admin_note)
 
     def _request_stop(self, signum: int, frame: object) -> None:
         self._stopping.set()
 
-    def _stop_children(self) -> None:
+    def _stop_children(self) -> list[str]:
+        """Stop the children still running; returns the names of those that ran."""
         # Web first (stop taking requests), then beat (stop scheduling), then the worker.
+        ran: list[str] = [name for name in ("web", "worker", "beat") if name in self._children]
         for name in ("web", "beat", "worker"):
             child = self._children.get(name)
             if child is None or child.poll() is not None:
@@ -264,22 +318,87 @@ class Command(BaseCommand):
         for child in self._children.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.pid, signal.SIGKILL)  # stragglers of a group whose leader left
+        return ran
+
+    def _stop_servers(self, stopped: list[str]) -> str:
+        """Release the embedded Postgres and Redis now (not at exit) and say what stopped."""
+        services = attached_services()
+        if services is None:
+            kept = "Postgres and Redis are external (DATABASE_URL, REDIS_URL) and keep running"
+            return f"stopped {_listed(stopped)}; {kept}" if stopped else kept
+        connections.close_all()
+        others = services.detach()
+        if others:
+            pids = ", ".join(map(str, others))
+            users = f"{len(others)} other process{'es' if len(others) > 1 else ''} (pid {pids})"
+            return f"stopped {_listed(stopped)}; Redis and Postgres keep running for {users}"
+        return f"stopped {_listed([*stopped, 'Redis', 'Postgres'])}"
 
     # -- output -----------------------------------------------------------------
 
     def _relay(self, name: str, stream: TextIO | None) -> None:
         if stream is None:
             return
-        colour, reset = (COLOURS[name], "\033[0m") if self.stdout.isatty() else ("", "")
         for line in stream:
-            with self._output_lock:
-                self.stdout.write(f"{colour}{name:<6}|{reset} {line.rstrip()}")
-                self.stdout.flush()
+            if line.strip():
+                self._emit(name, _record(line.rstrip(), logger=f"cortexweb.{name}"))
 
-    def _say(self, message: str) -> None:
+    def _say(self, message: str, *, level: str = "info", **fields: Any) -> None:
+        self._emit("run", {"event": message, "level": level, **fields}, logger="cortexweb.run")
+
+    def _emit(self, process: str, record: dict[str, Any], *, logger: str | None = None) -> None:
+        """One record on stdout in its format: JSON with ``process``, or a readable prefixed line."""
+        record.setdefault("timestamp", _now())
+        if logger:
+            record.setdefault("logger", logger)
+        record.setdefault("brand", settings.CORTEX_BRAND)
+        if self._terminal:
+            colour, reset = (COLOURS.get(process, ""), "\033[0m") if process in COLOURS else ("", "")
+            prefix = f"{colour}{process:<6}|{reset} "
+            text = "\n".join(prefix + line for line in readable_line(record).split("\n"))
+        else:
+            text = json.dumps({**record, "process": process}, ensure_ascii=False, default=str)
         with self._output_lock:
-            self.stdout.write(f"{'run':<6}| {message}")
+            self.stdout.write(text)
             self.stdout.flush()
+
+
+class _RelayHandler(logging.Handler):
+    """Root handler of ``run`` itself: each record through the command's own output."""
+
+    def __init__(self, command: Command) -> None:
+        super().__init__()
+        self.command = command
+        self.setFormatter(json_formatter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.command._emit("run", json.loads(self.format(record)))
+        except Exception:  # noqa: BLE001 - logging must never break the command
+            self.handleError(record)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _record(line: str, *, logger: str) -> dict[str, Any]:
+    """A child's output line as a log record: its own JSON, or a plain line (a Celery shutdown
+    notice, a traceback a library printed) wrapped as information."""
+    if line.startswith("{"):
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and "event" in parsed:
+            return parsed
+    return {"event": line.strip(), "level": "info", "logger": logger}
+
+
+def _listed(names: list[str]) -> str:
+    if len(names) <= 1:
+        return names[0] if names else "nothing"
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 class _Restarts:
