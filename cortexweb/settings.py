@@ -268,7 +268,16 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # --- APIs ----------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.DrfBearerTokenAuthentication"],
+    # A bearer token first; else the admin login's session (staff in a browser, CSRF-checked).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.core.auth.DrfBearerTokenAuthentication",
+        "apps.core.auth.DrfSessionAuthentication",
+    ],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+        "apps.core.renderers.CsvRenderer",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.DrfTokenScopePermission"],
     "EXCEPTION_HANDLER": "apps.core.errors.drf_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",

@@ -21,6 +21,7 @@ class ConnectorViewSet(viewsets.ModelViewSet):
     """Connectors by id (slug); filter with ``?transport=``, ``?enabled=``, ``?scopes=a,b``."""
 
     serializer_class = ConnectorSerializer
+    session_read_perms = ()  # any staff (the catalogue page is public); writes: the model permissions
     lookup_field = "slug"
     lookup_value_regex = "[^/]+"
     read_scope = TokenScope.READ
@@ -52,6 +53,7 @@ class RemoteToolViewSet(viewsets.ModelViewSet):
     (every listed tag and scope must match), ``?drift=``."""
 
     serializer_class = RemoteToolSerializer
+    session_read_perms = ()  # any staff (the catalogue page is public); writes: the model permissions
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
     read_scope = TokenScope.READ

@@ -10,6 +10,7 @@ class EventViewSet(viewsets.ReadOnlyModelViewSet):
     """Stored events, newest first; filter with ``?name=`` and ``?correlation_id=``."""
 
     serializer_class = EventSerializer
+    session_read_perms = ()  # any staff, as the /events page
 
     def get_queryset(self):
         queryset = Event.objects.all()

@@ -82,8 +82,38 @@ class DrfBearerTokenAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="cortexweb"'
 
 
+class DrfSessionAuthentication(authentication.SessionAuthentication):
+    """DRF auth for ``/api/`` in a browser: the Django session of the admin login, tried after the bearer
+    token (which always wins when sent). DRF checks the CSRF token of every unsafe request it
+    authenticates this way; who may do what is ``DrfTokenScopePermission``'s session rule."""
+
+
+# What a session's unsafe method needs: the Django model permission, as for the admin.
+SESSION_WRITE_ACTIONS = {"POST": "add", "PUT": "change", "PATCH": "change", "DELETE": "delete"}
+
+
+def session_allowed(user: Any, view: Any, method: str) -> bool:
+    """A session's rule (``security.session_outcome``): active staff; a safe method needs one of the
+    view's ``session_read_perms`` (``()``: any staff; a view that declares none is for superusers),
+    an unsafe one the model's add/change/delete permission; superusers hold every permission."""
+    if not (user.is_active and user.is_staff):
+        return False
+    if user.is_superuser:
+        return True
+    if method in permissions.SAFE_METHODS:
+        declared = getattr(view, "session_read_perms", None)
+        if declared is None:
+            return False
+        needs = tuple(declared)
+    else:
+        opts = view.get_queryset().model._meta
+        needs = (f"{opts.app_label}.{SESSION_WRITE_ACTIONS[method]}_{opts.model_name}",)
+    return not needs or any(user.has_perm(perm) for perm in needs)
+
+
 class DrfTokenScopePermission(permissions.BasePermission):
-    """Safe methods need ``read``; writes need the view's ``write_scope`` (default ``admin``)."""
+    """A token: safe methods need ``read``, writes the view's ``write_scope`` (default ``admin``).
+    A session (no token): ``session_allowed``."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
         token = request.auth
@@ -92,9 +122,13 @@ class DrfTokenScopePermission(permissions.BasePermission):
         else:
             scope = getattr(view, "write_scope", TokenScope.ADMIN)
         try:
-            if not isinstance(token, ApiToken):
-                raise AuthenticationRequired("Send 'Authorization: Bearer <token>'.")
-            _require_scope(token, scope)
+            if isinstance(token, ApiToken):
+                _require_scope(token, scope)
+            elif request.user is not None:
+                if not session_allowed(request.user, view, request.method):
+                    raise PermissionDenied("Your account does not have the permission this operation needs.")
+            else:
+                raise AuthenticationRequired("Send 'Authorization: Bearer <token>', or sign in as staff.")
         except ApplicationError as error:
             raise DrfApplicationError(error) from error
         return True

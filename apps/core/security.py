@@ -86,6 +86,9 @@ class Operation:
     name: str
     needs: str | None
     what: str
+    # ``/api/`` only: what a signed-in user's session needs instead of a token (``API_SESSION``); one of
+    # the permissions is enough, ``()`` is any active staff, ``None`` is "a token only".
+    session: tuple[str, ...] | None = None
 
 
 def token_outcome(operation: Operation, credential: Credential) -> str:
@@ -106,6 +109,19 @@ V1 = "/v1/"
 API = "/api/"
 OPS = "operations"
 ONTOLOGY = "/ontology-agent/"
+
+
+def _registry_writes(prefix: str, kind: str, model: str) -> tuple[Operation, ...]:
+    """The writes of a registry resource: an ``admin`` token, or a session holding the model's Django
+    permission (``model`` is ``"app.{}_model"``)."""
+    add, change, delete = (model.format(action) for action in ("add", "change", "delete"))
+    return (
+        Operation(API, f"POST /api/{prefix}/", ADMIN, f"create one of the {kind}", (add,)),
+        Operation(API, f"PUT /api/{prefix}/{{id}}/", ADMIN, f"replace one of the {kind}", (change,)),
+        Operation(API, f"PATCH /api/{prefix}/{{id}}/", ADMIN, f"change one of the {kind}", (change,)),
+        Operation(API, f"DELETE /api/{prefix}/{{id}}/", ADMIN, f"delete one of the {kind}", (delete,)),
+    )
+
 
 HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(V1, "GET /v1/connectors/service-map", None, "the signed service map"),
@@ -132,30 +148,36 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(V1, "DELETE /v1/memory/{memory_id}", WRITE, "remove one of the token's memories"),
     Operation(V1, "POST /v1/memory/{memory_id}/forget", WRITE, "fade or remove a memory"),
     Operation(V1, "POST /v1/memory/{memory_id}/pin", WRITE, "pin or unpin a memory"),
-    Operation(API, "GET /api/", READ, "the resource API's index"),
+    Operation(API, "GET /api/", READ, "the resource API's index", session=()),
     *(
         operation
-        for prefix, kind, writable in (
-            ("events", "stored events", False),
-            ("connectors", "connectors", True),
-            ("tools", "registry tools", True),
-            ("facts", "stored facts", False),
-            ("fact-runs", "fact runs", False),
-            ("memories", "the token's memories (and shared ones)", False),
+        # (prefix, what it lists, the registry model a session writes with its Django permissions or
+        # None for a read-only resource, the permissions a session reads it with)
+        for prefix, kind, model, session in (
+            ("events", "stored events", None, ()),
+            ("connectors", "connectors", "connectors.{}_connector", ()),
+            ("tools", "registry tools", "connectors.{}_remotetool", ()),
+            ("facts", "stored facts", None, ("wikidata.view_factrun", "wikidata.add_factrun")),
+            ("fact-runs", "fact runs", None, ("wikidata.view_factrun", "wikidata.add_factrun")),
+            (
+                "memories",
+                "memories (a token: its own and shared ones; a session: every one)",
+                None,
+                ("memory.view_memory", "memory.change_memory"),
+            ),
+            ("knowledge", "knowledge entries", None, ()),
+            (
+                "verifications",
+                "verifications",
+                None,
+                ("grounding.view_verification", "grounding.review_verification"),
+            ),
+            ("papers", "stored arXiv papers", None, ()),
         )
         for operation in (
-            Operation(API, f"GET /api/{prefix}/", READ, f"list {kind}"),
-            Operation(API, f"GET /api/{prefix}/{{id}}/", READ, f"one of the {kind}"),
-            *(
-                (
-                    Operation(API, f"POST /api/{prefix}/", ADMIN, f"create one of the {kind}"),
-                    Operation(API, f"PUT /api/{prefix}/{{id}}/", ADMIN, f"replace one of the {kind}"),
-                    Operation(API, f"PATCH /api/{prefix}/{{id}}/", ADMIN, f"change one of the {kind}"),
-                    Operation(API, f"DELETE /api/{prefix}/{{id}}/", ADMIN, f"delete one of the {kind}"),
-                )
-                if writable
-                else ()
-            ),
+            Operation(API, f"GET /api/{prefix}/", READ, f"list {kind}", session),
+            Operation(API, f"GET /api/{prefix}/{{id}}/", READ, f"one of the {kind}", session),
+            *(_registry_writes(prefix, kind, model) if model else ()),
         )
     ),
     # The ontology read tools (seed 003): anonymous by contract.
@@ -292,6 +314,25 @@ def page_outcome(operation: PageOperation, role: Role) -> str:
     if not role.staff:
         return FORBIDDEN
     if role.superuser or not operation.needs or set(operation.needs) & set(role.perms):
+        return ALLOWED
+    return FORBIDDEN
+
+
+# ``/api/`` in a browser: the operations a signed-in user's session reaches (CSRF-checked when unsafe).
+API_SESSION_OPERATIONS: tuple[Operation, ...] = tuple(
+    operation for operation in HTTP_OPERATIONS if operation.session is not None
+)
+
+
+def session_outcome(operation: Operation, role: Role) -> str:
+    """What ``role``'s session (no token) gets for an ``/api/`` operation: ``auth.DrfSessionPermission``'s
+    rule, the pages' rule except that nobody is sent to a login page."""
+    if not role.signed_in:
+        return UNAUTHENTICATED
+    if not role.staff:
+        return FORBIDDEN
+    needs = operation.session or ()
+    if role.superuser or not needs or set(needs) & set(role.perms):
         return ALLOWED
     return FORBIDDEN
 
@@ -443,12 +484,26 @@ def _page_table() -> list[str]:
     return lines
 
 
+def _session_table() -> list[str]:
+    labels = [role.label for role in PAGE_COLUMNS]
+    lines = [
+        "| operation | needs | " + " | ".join(labels) + " |",
+        "|---|---|" + "---|" * len(labels),
+    ]
+    for operation in API_SESSION_OPERATIONS:
+        needs = " or ".join(f"`{perm}`" for perm in operation.session or ()) or "staff"
+        cells = [session_outcome(operation, role) for role in PAGE_COLUMNS]
+        lines.append(f"| `{operation.name}` | {needs} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def matrix_size() -> dict[str, tuple[int, int]]:
     """Rows × columns of each matrix (the test checks every cell)."""
     return {
         "http": (len(HTTP_OPERATIONS), len(TOKEN_COLUMNS)),
         "mcp": (len(MCP_OPERATIONS), len(TOKEN_COLUMNS)),
         "pages": (len(PAGE_OPERATIONS), len(PAGE_COLUMNS)),
+        "api sessions": (len(API_SESSION_OPERATIONS), len(PAGE_COLUMNS)),
     }
 
 
@@ -456,7 +511,7 @@ def security_docs_generated() -> str:
     """The generated section of docs/security.md, markers included, ending with a newline."""
     sizes = matrix_size()
     cells = sizes["http"][0] * sizes["http"][1] + 2 * sizes["mcp"][0] * sizes["mcp"][1]
-    cells += sizes["pages"][0] * sizes["pages"][1]
+    cells += sizes["pages"][0] * sizes["pages"][1] + sizes["api sessions"][0] * sizes["api sessions"][1]
     lines = [
         BEGIN,
         "<!-- Do not edit by hand: edit apps/core/security.py and run "
@@ -495,9 +550,20 @@ def security_docs_generated() -> str:
         "",
         *_page_table(),
         "",
+        "### `/api/` with a session (the browsable API)",
+        "",
+        "A request without `Authorization` is authenticated by the Django session of the admin login "
+        "(a bearer token, when sent, always wins). Unsafe methods need the CSRF token (`X-CSRFToken`, or "
+        f"the form the browsable API renders), else `{FORBIDDEN}`. `{UNAUTHENTICATED}`: no session. A "
+        "session lists every token's memories, as `/memories` does; a token lists only its own and shared "
+        "ones. Columns as for the pages.",
+        "",
+        *_session_table(),
+        "",
         f"The test checks every cell: {sizes['http'][0]} × {sizes['http'][1]} over HTTP, "
-        f"{sizes['mcp'][0]} × {sizes['mcp'][1]} over each MCP transport and "
-        f"{sizes['pages'][0]} × {sizes['pages'][1]} pages: {cells} cells.",
+        f"{sizes['mcp'][0]} × {sizes['mcp'][1]} over each MCP transport, "
+        f"{sizes['pages'][0]} × {sizes['pages'][1]} pages and "
+        f"{sizes['api sessions'][0]} × {sizes['api sessions'][1]} `/api/` sessions: {cells} cells.",
         "",
         END,
     ]

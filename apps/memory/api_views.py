@@ -1,6 +1,7 @@
 """DRF resource view of memories (``/api/memories/``), read-only and scoped like ``/v1/memory/``:
 a token lists the memories it told, and those an operator shared domain-wide. Whatever its scopes
-(``admin`` included), a token never lists another token's private memories: operators use the admin."""
+(``admin`` included), a token never lists another token's private memories. A staff session (the
+browsable API, memory readers and editors) lists every memory, as the ``/memories`` page does."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from django.db.models import Q, QuerySet
 from rest_framework import viewsets
 
 from apps.core.filters import filter_boolean, filter_choice
+from apps.core.models import ApiToken
+from apps.core.security import MEMORY_EDITOR, MEMORY_READER
 from apps.memory.models import Memory, MemoryType
 from apps.memory.serializers import MemorySerializer
 
@@ -17,9 +20,12 @@ class MemoryViewSet(viewsets.ReadOnlyModelViewSet):
     ``?agent=``, ``?session=``, ``?pinned=``, ``?shared=``, ``?superseded=true|false``."""
 
     serializer_class = MemorySerializer
+    session_read_perms = (MEMORY_READER, MEMORY_EDITOR)  # as the /memories pages
 
     def get_queryset(self) -> QuerySet[Memory]:
-        queryset = Memory.objects.defer("embedding").filter(Q(token=self.request.auth) | Q(shared=True))
+        queryset = Memory.objects.defer("embedding")
+        if isinstance(self.request.auth, ApiToken):
+            queryset = queryset.filter(Q(token=self.request.auth) | Q(shared=True))
         params = self.request.query_params
         for field in ("domain", "agent", "session"):
             if params.get(field):

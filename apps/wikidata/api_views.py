@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 from rest_framework import viewsets
 
 from apps.core.filters import filter_boolean, filter_choice, filter_uuid
+from apps.core.security import FACT_ASKER, FACT_READER
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
 from apps.wikidata.serializers import FactRunSerializer, FactSerializer
 
@@ -14,6 +15,7 @@ class FactViewSet(viewsets.ReadOnlyModelViewSet):
     """Stored facts, newest first; filters ``?qid=``, ``?pid=``, ``?claim_guid=``, ``?rank=``, ``?run=``."""
 
     serializer_class = FactSerializer
+    session_read_perms = (FACT_READER, FACT_ASKER)  # as the /facts pages
 
     def get_queryset(self) -> QuerySet[Fact]:
         queryset = Fact.objects.order_by("-created_at", "-id")
@@ -30,6 +32,7 @@ class FactRunViewSet(viewsets.ReadOnlyModelViewSet):
     """Fact runs, newest first; filter with ``?status=`` and ``?degraded=true|false``."""
 
     serializer_class = FactRunSerializer
+    session_read_perms = (FACT_READER, FACT_ASKER)  # as the /facts pages
 
     def get_queryset(self) -> QuerySet[FactRun]:
         queryset = FactRun.objects.all()

@@ -94,3 +94,14 @@ def test_a_token_without_the_scope_gets_403(make_token) -> None:
     )
     error = _assert_error_shape(response, {403})
     assert error["details"] == {"required": "read", "granted": ["propose"]}
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/knowledge/", "/api/verifications/", "/api/papers/", "/api/knowledge/SEC-001/"]
+)
+def test_an_unknown_format_or_accept_on_api_is_a_4xx_in_the_error_shape(make_token, path: str) -> None:
+    _, raw = make_token("read")
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    assert _assert_error_shape(client.get(path, {"format": "xlsx"}), {404})["code"] == "not_found"
+    refused = client.get(path, HTTP_ACCEPT="application/xml")
+    assert _assert_error_shape(refused, {406})["message"]

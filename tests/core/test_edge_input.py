@@ -216,6 +216,9 @@ API_FILTERS = {
     "fact-list": ["qid", "pid", "claim_guid", "rank", "run"],
     "fact-run-list": ["status", "degraded"],
     "memory-list": ["domain", "agent", "session", "type", "pinned", "shared", "superseded"],
+    "knowledge-entry-list": ["domain", "tag", "source"],
+    "verification-list": ["verdict", "review_status", "domain", "judge", "message"],
+    "paper-list": ["category", "primary_category", "doi"],
 }
 PAGINATION = ["limit", "offset"]
 
@@ -317,6 +320,17 @@ def test_put_and_patch_form_bodies_are_checked_too() -> None:
             "transport",
         ),
         (
+            "/api/verifications/?verdict=maybe",
+            "?verdict= takes one of supported, contradicted, unverified, not 'maybe'.",
+            "verdict",
+        ),
+        (
+            "/api/verifications/?review_status=done",
+            "?review_status= takes one of pending, not_needed, approved, rejected, corrected, not 'done'.",
+            "review_status",
+        ),
+        ("/api/verifications/?message=m-1", "?message= takes a UUID, not 'm-1'.", "message"),
+        (
             "/api/tools/?drift=sideways",
             "?drift= takes one of unsynced, in_sync, missing_upstream, schema_changed, not 'sideways'.",
             "drift",
@@ -347,7 +361,15 @@ def test_a_value_the_orm_cannot_convert_is_a_400_not_a_500() -> None:
 
 
 def test_malformed_detail_lookups_on_api_are_404s(read_client: Client) -> None:
-    for url in ("/api/fact-runs/not-a-uuid/", "/api/facts/abc/", "/api/events/99999999999999999999/"):
+    for url in (
+        "/api/fact-runs/not-a-uuid/",
+        "/api/facts/abc/",
+        "/api/events/99999999999999999999/",
+        "/api/verifications/abc/",
+        "/api/verifications/99999999999999999999/",
+        "/api/knowledge/sec-001/",
+        "/api/papers/no/such/paper/",
+    ):
         response = read_client.get(url)
         assert (response.status_code, _error(response)["code"]) == (404, "not_found"), url
 

@@ -35,6 +35,7 @@ from apps.core.security import (
     TOKEN_COLUMNS,
     Operation,
     page_outcome,
+    session_outcome,
     token_outcome,
 )
 from apps.grounding.models import Verification
@@ -113,6 +114,12 @@ HTTP_PROBES: dict[str, Probe] = {
     "GET /api/fact-runs/{id}/": Probe("GET", f"/api/fact-runs/{UNKNOWN_UUID}/", 404),
     "GET /api/memories/": Probe("GET", "/api/memories/", 200),
     "GET /api/memories/{id}/": Probe("GET", f"/api/memories/{UNKNOWN_UUID}/", 404),
+    "GET /api/knowledge/": Probe("GET", "/api/knowledge/", 200),
+    "GET /api/knowledge/{id}/": Probe("GET", "/api/knowledge/NOPE-999/", 404),
+    "GET /api/verifications/": Probe("GET", "/api/verifications/", 200),
+    "GET /api/verifications/{id}/": Probe("GET", "/api/verifications/999999999/", 404),
+    "GET /api/papers/": Probe("GET", "/api/papers/", 200),
+    "GET /api/papers/{id}/": Probe("GET", "/api/papers/9999.99999/", 404),
     "POST /ontology-agent/discover": Probe("POST", "/ontology-agent/discover", 422, {}),
     "POST /ontology-agent/read": Probe("POST", "/ontology-agent/read", 404, {"iri": "cw:NoSuchClass"}),
     "POST /ontology-agent/traverse": Probe(
@@ -378,6 +385,45 @@ def _page_grid() -> list[tuple[str, str, str]]:
     return grid
 
 
+def _role_clients() -> dict[str, Client]:
+    clients = {}
+    for index, role in enumerate(PAGE_COLUMNS):
+        client = Client()
+        if role.signed_in:
+            client.force_login(
+                make_user(f"session{index}", *role.perms, is_staff=role.staff, is_superuser=role.superuser)
+            )
+        clients[role.label] = client
+    return clients
+
+
+def _session_grid() -> list[tuple[str, str, str]]:
+    """Every /api/ operation with each role's session and no token (the test client skips CSRF
+    checks; ``test_api_sessions`` checks them)."""
+    clients = _role_clients()
+    grid = []
+    for operation in security.API_SESSION_OPERATIONS:
+        probe = HTTP_PROBES[operation.name]
+        for role in PAGE_COLUMNS:
+            kwargs: dict[str, Any] = {}
+            if probe.body is not None:
+                kwargs = {"data": json.dumps(probe.body), "content_type": "application/json"}
+            response = getattr(clients[role.label], probe.method.lower())(probe.path, **kwargs)
+            grid.append((operation.name, role.label, _http_outcome(response)))
+    return grid
+
+
+def _expected_sessions() -> list[tuple[str, str, str]]:
+    grid = []
+    for operation in security.API_SESSION_OPERATIONS:
+        for role in PAGE_COLUMNS:
+            outcome = session_outcome(operation, role)
+            if outcome == ALLOWED:
+                outcome = f"{ALLOWED} {HTTP_PROBES[operation.name].allowed}"
+            grid.append((operation.name, role.label, outcome))
+    return grid
+
+
 def _expected_pages() -> list[tuple[str, str, str]]:
     grid = []
     for operation in PAGE_OPERATIONS:
@@ -393,7 +439,7 @@ def _expected_pages() -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("surface", ["http", "mcp-http", "mcp-stdio", "pages"])
+@pytest.mark.parametrize("surface", ["http", "mcp-http", "mcp-stdio", "pages", "api-sessions"])
 def test_the_permission_matrix(surface: str, request, raw_tokens, monkeypatch) -> None:
     """Every cell of the table, on each surface, exactly as apps/core/security.py predicts."""
     if surface == "http":
@@ -402,6 +448,8 @@ def test_the_permission_matrix(surface: str, request, raw_tokens, monkeypatch) -
         expected = _expected(HTTP_OPERATIONS, {name: probe.allowed for name, probe in HTTP_PROBES.items()})
     elif surface == "pages":
         found, expected = _page_grid(), _expected_pages()
+    elif surface == "api-sessions":
+        found, expected = _session_grid(), _expected_sessions()
     else:
         wikidata_mcp = request.getfixturevalue("wikidata_mcp")  # the default registry and a fake server
         allowed = {name: probe.allowed for name, probe in MCP_PROBES.items()}
@@ -458,6 +506,14 @@ def test_the_table_lists_every_v1_and_api_operation() -> None:
     }
     assert listed == v1 | drf
     assert set(HTTP_PROBES) == {operation.name for operation in HTTP_OPERATIONS}
+    # What a session reads each resource with (the view's ``session_read_perms``) is the table's.
+    reads = {operation.name: operation.session for operation in security.API_SESSION_OPERATIONS}
+    assert {prefix: tuple(viewset.session_read_perms) for prefix, viewset, _ in router.registry} == {
+        prefix: reads[f"GET /api/{prefix}/"] for prefix, _, _ in router.registry
+    }
+    assert {operation.name for operation in HTTP_OPERATIONS if operation.surface == security.API} == {
+        operation.name for operation in security.API_SESSION_OPERATIONS
+    }
 
 
 def test_the_table_lists_every_ontology_agent_operation() -> None:
@@ -513,7 +569,12 @@ def test_the_table_lists_every_page() -> None:
 
 
 def test_the_matrix_size() -> None:
-    assert security.matrix_size() == {"http": (56, 7), "mcp": (25, 7), "pages": (28, 15)}
+    assert security.matrix_size() == {
+        "http": (62, 7),
+        "mcp": (25, 7),
+        "pages": (28, 15),
+        "api sessions": (27, 15),
+    }
 
 
 # --- A read token with valid input starts nothing ---------------------------------------------------

@@ -38,7 +38,17 @@ def test_the_page_shows_every_operation_and_its_cells() -> None:
     ) in generated
     for operation in (*security.HTTP_OPERATIONS, *security.MCP_OPERATIONS, *security.PAGE_OPERATIONS):
         assert f"| `{operation.name}` |" in generated
-    assert "56 × 7 over HTTP, 25 × 7 over each MCP transport and 28 × 15 pages: 1162 cells." in generated
+    assert (
+        "62 × 7 over HTTP, 25 × 7 over each MCP transport, 28 × 15 pages and 27 × 15 `/api/` sessions: "
+        "1609 cells." in generated
+    )
+    assert (
+        "| `GET /api/verifications/` | `grounding.view_verification` or "
+        "`grounding.review_verification` | 401 | 403 | 403 | 403 | 403 | 403 | 403 | allowed | allowed "
+        "| 403 | 403 | 403 | 403 | 403 | allowed |"
+    ) in generated
+    for operation in security.API_SESSION_OPERATIONS:
+        assert generated.count(f"| `{operation.name}` |") == 2  # its token row and its session row
 
 
 def test_generation_is_deterministic_and_keeps_the_prose() -> None:
