@@ -15,7 +15,15 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.arxiv.models import Paper, PaperVersion, SearchRun, SearchRunPaper
-from apps.core.admin_mixins import ReadOnlyAdminMixin, YesNoFilter, change_link, pretty_json
+from apps.core.admin_mixins import (
+    ChangelistSummaryMixin,
+    ReadOnlyAdminMixin,
+    SummaryField,
+    YesNoFilter,
+    change_link,
+    json_display,
+    truncated,
+)
 
 
 class PaperVersionInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -98,18 +106,19 @@ class CachedFilter(YesNoFilter):
 
 
 @admin.register(SearchRun)
-class SearchRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class SearchRunAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "kind",
         "query",
         "status",
-        "attempts",
-        "rate_limit_waits",
+        "attempts_short",
+        "waits_short",
         "duration_ms",
         "is_cached",
         "created_at",
     ]
+    summary_fields = (SummaryField("status", "Status", warn=("failed",)), SummaryField("kind", "Kind"))
     list_filter = ["status", "kind", CachedFilter]
     search_fields = ["=correlation_id"]
     search_help_text = "A run id or a correlation id (exact)."
@@ -160,20 +169,23 @@ class SearchRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def query(self, run: SearchRun) -> str:
         parameters = run.parameters or {}
         if "query" in parameters:
-            return str(parameters["query"])[:80]
-        return ", ".join(str(arxiv_id) for arxiv_id in parameters.get("ids", []))[:80]
+            return truncated(parameters["query"], 60)
+        return truncated(", ".join(str(arxiv_id) for arxiv_id in parameters.get("ids", [])), 60)
+
+    @admin.display(description="tries", ordering="attempts")
+    def attempts_short(self, run: SearchRun) -> int:
+        return run.attempts
+
+    @admin.display(description="waits", ordering="rate_limit_waits")
+    def waits_short(self, run: SearchRun) -> int:
+        return run.rate_limit_waits
 
     @admin.display(description="Cached", boolean=True)
     def is_cached(self, run: SearchRun) -> bool:
         return run.cached_from_id is not None
 
-    @admin.display(description="Parameters")
-    def parameters_json(self, run: SearchRun) -> str:
-        return pretty_json(run.parameters)
-
-    @admin.display(description="arXiv parameters")
-    def arxiv_params_json(self, run: SearchRun) -> str:
-        return pretty_json(run.arxiv_params)
+    parameters_json = json_display("parameters", "Parameters")
+    arxiv_params_json = json_display("arxiv_params", "arXiv parameters")
 
     @admin.display(description="Answered from")
     def cached_from_link(self, run: SearchRun) -> str:

@@ -31,7 +31,13 @@ from apps.connectors.services import (
     manifest_validated,
     registry_export,
 )
-from apps.core.admin_mixins import ImportLinkMixin, YesNoFilter
+from apps.core.admin_mixins import (
+    ChangelistSummaryMixin,
+    ImportLinkMixin,
+    SummaryField,
+    YesNoFilter,
+    warning_flag,
+)
 from apps.core.errors import ApplicationError, ValidationFailed
 
 DRIFTED_STATES = [DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED]
@@ -253,10 +259,11 @@ class ToolAliasInline(admin.TabularInline):
 
 
 @admin.register(RemoteTool)
-class RemoteToolAdmin(admin.ModelAdmin):
+class RemoteToolAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     form = RemoteToolForm
-    list_display = ["name", "connector", "upstream_name", "drift", "tags", "scopes", "alias_names"]
+    list_display = ["name", "connector", "upstream_name", "drift_state", "tags", "scopes", "alias_names"]
     list_filter = ["drift", "connector"]
+    summary_fields = (SummaryField("drift", "Drift", warn=tuple(DRIFTED_STATES)),)
     list_select_related = ["connector"]
     search_fields = ["name", "upstream_name", "description", "aliases__name"]
     readonly_fields = TOOL_SYNC_FIELDS
@@ -270,13 +277,19 @@ class RemoteToolAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[RemoteTool]:
         return super().get_queryset(request).prefetch_related("aliases")
 
+    @admin.display(description="drift", ordering="drift")
+    def drift_state(self, tool: RemoteTool) -> str:
+        if tool.drift in DRIFTED_STATES:
+            return format_html("{} {}", warning_flag(True), tool.get_drift_display())
+        return tool.get_drift_display()
+
     @admin.display(description="aliases")
     def alias_names(self, tool: RemoteTool) -> str:
         return ", ".join(alias.name for alias in tool.aliases.all())
 
 
 @admin.register(ToolCall)
-class ToolCallAdmin(admin.ModelAdmin):
+class ToolCallAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     """Call records are evidence: viewable, never edited."""
 
     list_display = [
@@ -290,6 +303,9 @@ class ToolCallAdmin(admin.ModelAdmin):
         "correlation_id",
     ]
     list_filter = ["status", "connector_slug", "retryable"]
+    summary_fields = (
+        SummaryField("status", "Status", warn=("upstream_error", "rate_limited", "denied", "failed")),
+    )
     search_fields = ["tool_name", "requested_name", "upstream_name", "correlation_id", "error"]
     list_select_related = ["tool", "token"]
     date_hierarchy = "created_at"

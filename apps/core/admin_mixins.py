@@ -1,14 +1,20 @@
-"""Pieces every app's admin uses: read-only provenance and JSON shown as it is stored."""
+"""Pieces every app's admin uses: read-only provenance, JSON shown as collapsible blocks, booleans whose
+"yes" is bad shown as warnings, long text cut with its whole in a title, links between related rows,
+and counts per status above a changelist."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -50,8 +56,74 @@ class SingletonAdminMixin:
         )
 
 
+JSON_OPEN_LINES = 12  # a block this short is shown open; a longer one starts folded
+
+
+def _json_summary(value: Any) -> str:
+    if isinstance(value, dict):
+        keys = ", ".join(list(map(str, value))[:6]) + (", …" if len(value) > 6 else "")
+        return f"{len(value)} key{'s' if len(value) != 1 else ''}: {keys}"
+    if isinstance(value, list):
+        return f"{len(value)} item{'s' if len(value) != 1 else ''}"
+    return "value"
+
+
 def pretty_json(value: Any) -> str:
-    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
+    """A JSON value as a collapsible, wrapped block (``static/css/admin.css``): what it holds in the
+    summary, indented JSON inside; short blocks open. Escaped: stored JSON comes from agents."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if value in (None, [], {}, ""):
+        return format_html('<span class="flag-quiet">{}</span>', text)
+    opened = " open" if text.count("\n") < JSON_OPEN_LINES else ""
+    return format_html(
+        '<details class="json-block"{}><summary>{}</summary><pre class="json">{}</pre></details>',
+        opened,
+        _json_summary(value),
+        text,
+    )
+
+
+def json_display(field: str, description: str) -> Callable[[Any, Model], str]:
+    """A read-only admin field showing ``field`` (a JSONField) with :func:`pretty_json`:
+    ``plan_json = json_display("plan", "Plan")``, then ``"plan_json"`` in ``fields``."""
+
+    @admin.display(description=description)
+    def show(model_admin: Any, obj: Model) -> str:
+        return pretty_json(getattr(obj, field))
+
+    show.__name__ = f"{field}_json"
+    return show
+
+
+def warning_flag(value: bool | None) -> str:
+    """A boolean whose "yes" is bad (degraded, revoked, drift): yes is a warning, no is quiet."""
+    if value:
+        return format_html(
+            '<span class="flag-warning"><img src="{}" alt="" width="13" height="13"> yes</span>',
+            static("admin/img/icon-alert.svg"),
+        )
+    return format_html('<span class="flag-quiet">{}</span>', "no" if value is not None else "—")
+
+
+def warning_display(
+    field: str, description: str, *, ordering: str | None = None
+) -> Callable[[Any, Model], str]:
+    """A column or read-only field showing the boolean ``field`` with :func:`warning_flag`."""
+
+    @admin.display(description=description, ordering=ordering or field)
+    def show(model_admin: Any, obj: Model) -> str:
+        return warning_flag(getattr(obj, field))
+
+    show.__name__ = f"{field}_flag"
+    return show
+
+
+def truncated(text: Any, length: int = 60) -> str:
+    """``text`` cut to ``length`` characters for a changelist cell, the whole of it in the title."""
+    text = "" if text is None else str(text)
+    if len(text) <= length:
+        return text
+    return format_html('<span class="cut" title="{}">{}…</span>', text, text[: length - 1].rstrip())
 
 
 def change_link(model: type[Model], pk: Any, text: Any = None) -> str:
@@ -94,3 +166,60 @@ class YesNoFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.exclude(self.condition())
         return queryset
+
+
+@dataclass(frozen=True)
+class SummaryField:
+    """A field counted above a changelist; ``warn`` lists the values shown as warnings."""
+
+    field: str
+    label: str
+    warn: tuple[Any, ...] = ()
+
+
+class ChangelistSummaryMixin:
+    """Counts per value of each ``summary_fields`` over the rows the changelist lists (its filters and
+    search applied), above the list (``templates/admin/change_list.html``); each count links to the
+    list filtered on that value. One grouped query per field."""
+
+    summary_fields: tuple[SummaryField, ...] = ()
+    model: Any
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)  # type: ignore[misc]
+        if isinstance(response, TemplateResponse) and response.context_data and "cl" in response.context_data:
+            response.context_data["cortex_summary"] = self.changelist_summary(response.context_data["cl"])
+        return response
+
+    def changelist_summary(self, changelist: Any) -> list[dict[str, Any]]:
+        groups = []
+        for summary in self.summary_fields:
+            model_field = self.model._meta.get_field(summary.field)
+            choices = dict(model_field.flatchoices)
+            parameter = f"{summary.field}__exact"
+            rows = (
+                changelist.queryset.order_by()
+                .values_list(summary.field)
+                .annotate(total=Count("pk"))
+                .order_by(summary.field)
+            )
+            active = changelist.params.get(parameter)
+            counts = []
+            for value, total in rows:
+                if model_field.get_internal_type() == "BooleanField":
+                    label, query_value = ("yes" if value else "no"), ("1" if value else "0")
+                else:
+                    label, query_value = str(choices.get(value, value)), value
+                counts.append(
+                    {
+                        "label": label,
+                        "count": total,
+                        "url": changelist.get_query_string({parameter: query_value}, [f"{summary.field}__"]),
+                        "active": active is not None and str(active) == str(query_value),
+                        "warning": value in summary.warn,
+                    }
+                )
+            groups.append({"label": summary.label, "counts": counts})
+        return groups

@@ -10,14 +10,29 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_mixins import ReadOnlyAdminMixin, SingletonAdminMixin, change_link, pretty_json
+from apps.core.admin_mixins import (
+    ChangelistSummaryMixin,
+    ReadOnlyAdminMixin,
+    SingletonAdminMixin,
+    SummaryField,
+    change_link,
+    json_display,
+    truncated,
+)
 from apps.grounding.forms import GroundingAgentForm, GroundingSettingsForm
-from apps.grounding.models import GroundingAgent, GroundingMessage, GroundingSettings, Verification
+from apps.grounding.models import (
+    GroundingAgent,
+    GroundingMessage,
+    GroundingSettings,
+    ReviewStatus,
+    Verdict,
+    Verification,
+)
 
 
 def _review_page_link(verification: Verification) -> str:
@@ -70,7 +85,7 @@ class GroundingAgentAdmin(admin.ModelAdmin):
 
 class VerificationInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Verification
-    fields = ["claim", "verdict", "confidence", "domain", "review_status", "review_page"]
+    fields = ["admin_link", "claim", "verdict", "confidence", "domain", "review_status", "review_page"]
     readonly_fields = fields
     extra = 0
     ordering = ["id"]
@@ -82,11 +97,16 @@ class VerificationInline(ReadOnlyAdminMixin, admin.TabularInline):
     def review_page(self, verification: Verification) -> str:
         return _review_page_link(verification)
 
+    @admin.display(description="#")
+    def admin_link(self, verification: Verification) -> str:
+        return change_link(Verification, verification.pk)
+
 
 @admin.register(GroundingMessage)
-class GroundingMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["created_at", "short_summary", "original_message_id", "mode", "latency_ms"]
+class GroundingMessageAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["created_at", "short_summary", "message_id_short", "mode", "claims", "latency_ms"]
     list_filter = ["mode"]
+    summary_fields = (SummaryField("mode", "Mode"),)
     search_fields = ["original_message_id", "message", "summary"]
     date_hierarchy = "created_at"
     inlines = [VerificationInline]
@@ -102,17 +122,27 @@ class GroundingMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     ]
     readonly_fields = fields
 
-    @admin.display(description="summary")
-    def short_summary(self, grounding: GroundingMessage) -> str:
-        return grounding.summary[:100]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GroundingMessage]:
+        return super().get_queryset(request).annotate(claim_total=Count("verifications"))
 
-    @admin.display(description="injected knowledge")
-    def injected_knowledge_json(self, grounding: GroundingMessage) -> str:
-        return pretty_json(grounding.injected_knowledge)
+    @admin.display(description="summary", ordering="summary")
+    def short_summary(self, grounding: GroundingMessage) -> str:
+        return truncated(grounding.summary, 70)
+
+    @admin.display(description="message id", ordering="original_message_id")
+    def message_id_short(self, grounding: GroundingMessage) -> str:
+        return truncated(grounding.original_message_id, 24)
+
+    @admin.display(description="claims", ordering="claim_total")
+    def claims(self, grounding: GroundingMessage) -> str:
+        url = reverse("admin:grounding_verification_changelist") + f"?message__id__exact={grounding.pk}"
+        return format_html('<a href="{}">{}</a>', url, grounding.claim_total)  # type: ignore[attr-defined]
+
+    injected_knowledge_json = json_display("injected_knowledge", "injected knowledge")
 
 
 @admin.register(Verification)
-class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class VerificationAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """The verification log, read-only: reviews happen on the review queue."""
 
     list_display = [
@@ -120,12 +150,16 @@ class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "short_claim",
         "verdict",
         "domain",
-        "confidence",
+        "confidence_short",
         "review_status",
-        "reviewer",
+        "message_link",
         "created_at",
     ]
     list_display_links = ["id", "short_claim"]
+    summary_fields = (
+        SummaryField("verdict", "Verdict", warn=(Verdict.CONTRADICTED,)),
+        SummaryField("review_status", "Review", warn=(ReviewStatus.PENDING,)),
+    )
     list_filter = ["verdict", "review_status", "judge", "domain"]
     list_select_related = ["domain", "reviewer"]
     search_fields = ["claim", "corrected_entry"]
@@ -160,24 +194,22 @@ class VerificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="claim", ordering="claim")
     def short_claim(self, verification: Verification) -> str:
-        return verification.claim[:100]
+        return truncated(verification.claim, 80)
+
+    @admin.display(description="conf.", ordering="confidence")
+    def confidence_short(self, verification: Verification) -> str:
+        return f"{verification.confidence:.2f}"
 
     @admin.display(description="review page")
     def review_page(self, verification: Verification) -> str:
         return _review_page_link(verification)
 
-    @admin.display(description="sources")
-    def sources_json(self, verification: Verification) -> str:
-        return pretty_json(verification.sources)
-
-    @admin.display(description="signals")
-    def signals_json(self, verification: Verification) -> str:
-        return pretty_json(verification.signals)
-
-    @admin.display(description="Wikidata facts")
-    def wikidata_json(self, verification: Verification) -> str:
-        return pretty_json(verification.wikidata)
+    sources_json = json_display("sources", "sources")
+    signals_json = json_display("signals", "signals")
+    wikidata_json = json_display("wikidata", "Wikidata facts")
 
     @admin.display(description="message")
     def message_link(self, verification: Verification) -> str:
-        return change_link(GroundingMessage, verification.message_id)
+        if verification.message_id is None:
+            return "—"
+        return change_link(GroundingMessage, verification.message_id, str(verification.message_id)[:8])

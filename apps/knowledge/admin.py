@@ -22,7 +22,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
-from apps.core.admin_mixins import ImportLinkMixin, YesNoFilter
+from apps.core.admin_mixins import ImportLinkMixin, YesNoFilter, change_link, truncated
 from apps.core.errors import ValidationFailed
 from apps.knowledge import selectors, services
 from apps.knowledge.forms import EntryImportForm
@@ -195,8 +195,8 @@ class EmbeddedFilter(YesNoFilter):
 
 @admin.register(KnowledgeEntry)
 class KnowledgeEntryAdmin(ImportLinkMixin, admin.ModelAdmin):
-    list_display = ["entry_id", "topic", "domain", "source", "confidence", "last_verified"]
-    list_display_links = ["entry_id", "topic"]
+    list_display = ["entry_id", "topic_short", "domain_link", "source_short", "confidence", "last_verified"]
+    list_display_links = ["entry_id", "topic_short"]
     list_filter = ["domain", TagFilter, "knowledge_source__type", EmbeddedFilter, "last_verified"]
     list_select_related = ["domain"]
     search_fields = ["=entry_id", "topic", "content", "source"]
@@ -217,6 +217,18 @@ class KnowledgeEntryAdmin(ImportLinkMixin, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeEntry]:
         # The vector is large and never shown.
         return super().get_queryset(request).defer("embedding")
+
+    @admin.display(description="topic", ordering="topic")
+    def topic_short(self, entry: KnowledgeEntry) -> str:
+        return truncated(entry.topic, 60)
+
+    @admin.display(description="source", ordering="source")
+    def source_short(self, entry: KnowledgeEntry) -> str:
+        return truncated(entry.source, 30)
+
+    @admin.display(description="domain", ordering="domain__name")
+    def domain_link(self, entry: KnowledgeEntry) -> str:
+        return change_link(KnowledgeDomain, entry.domain_id, entry.domain.name)
 
     @admin.display(description="ontology classes about it")
     def ontology_classes(self, entry: KnowledgeEntry) -> str:

@@ -11,7 +11,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.core.admin_mixins import SingletonAdminMixin, change_link, pretty_json
+from apps.core.admin_mixins import SingletonAdminMixin, change_link, json_display
 from apps.core.errors import ValidationFailed
 from apps.core.models import ApiToken
 from apps.memory import services
@@ -108,9 +108,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def superseded_by_link(self, memory: Memory) -> str:
         return change_link(Memory, memory.superseded_by_id)
 
-    @admin.display(description="Metadata")
-    def metadata_json(self, memory: Memory) -> str:
-        return pretty_json(memory.metadata)
+    metadata_json = json_display("metadata", "Metadata")
 
     @admin.action(description="Share domain-wide (every token asking in their domain sees them)")
     def share_domain_wide(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:

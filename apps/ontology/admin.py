@@ -10,14 +10,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from apps.core.admin_mixins import ReadOnlyAdminMixin, pretty_json
+from apps.core.admin_mixins import ChangelistSummaryMixin, ReadOnlyAdminMixin, SummaryField, json_display
 from apps.core.errors import ApplicationError
 from apps.ontology.models import OntologyClass, OntologyProposal, ProposalStatus
 from apps.ontology.proposals import proposal_approve, proposal_reject
 
 
 @admin.register(OntologyProposal)
-class OntologyProposalAdmin(admin.ModelAdmin):
+class OntologyProposalAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     """Staged proposals, newest first. Only ``review_note`` is editable (while staged): reject uses it
     as the reason, so write it first, save, then reject."""
 
@@ -33,6 +33,10 @@ class OntologyProposalAdmin(admin.ModelAdmin):
         "reviewed_by",
     ]
     list_filter = ["status", "action", "consistent"]
+    summary_fields = (
+        SummaryField("status", "Status"),
+        SummaryField("consistent", "Consistent", warn=(False,)),
+    )
     list_select_related = ["reviewed_by", "token"]
     search_fields = ["target_iri", "markdown_preview", "review_note"]
     date_hierarchy = "created_at"
@@ -69,21 +73,10 @@ class OntologyProposalAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the record of what was proposed and decided stays
 
-    @admin.display(description="consistency")
-    def consistency_json(self, proposal: OntologyProposal) -> str:
-        return pretty_json(proposal.consistency)
-
-    @admin.display(description="score breakdown")
-    def score_breakdown_json(self, proposal: OntologyProposal) -> str:
-        return pretty_json(proposal.score_breakdown)
-
-    @admin.display(description="agent context (identity from the token)")
-    def agent_context_json(self, proposal: OntologyProposal) -> str:
-        return pretty_json(proposal.agent_context)
-
-    @admin.display(description="proposal as received")
-    def proposal_json(self, proposal: OntologyProposal) -> str:
-        return pretty_json(proposal.proposal)
+    consistency_json = json_display("consistency", "consistency")
+    score_breakdown_json = json_display("score_breakdown", "score breakdown")
+    agent_context_json = json_display("agent_context", "agent context (identity from the token)")
+    proposal_json = json_display("proposal", "proposal as received")
 
     @admin.display(description="markdown preview")
     def preview(self, proposal: OntologyProposal) -> str:

@@ -18,11 +18,19 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_mixins import ReadOnlyAdminMixin, change_link, pretty_json
+from apps.core.admin_mixins import (
+    ChangelistSummaryMixin,
+    ReadOnlyAdminMixin,
+    SummaryField,
+    change_link,
+    json_display,
+    truncated,
+    warning_display,
+)
 from apps.core.errors import ApplicationError, RateLimited
 from apps.core.services import page_submission_check
 from apps.wikidata import services
-from apps.wikidata.models import Fact, FactRun
+from apps.wikidata.models import Fact, FactRun, FactRunStatus
 
 
 class FactInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -39,8 +47,12 @@ class FactInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(FactRun)
-class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["question_short", "status", "degraded", "scope", "created_at", "duration_ms"]
+class FactRunAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["question_short", "status", "degraded_flag", "scope", "created_at", "duration_ms"]
+    summary_fields = (
+        SummaryField("status", "Status", warn=(FactRunStatus.FAILED,)),
+        SummaryField("degraded", "Degraded", warn=(True,)),
+    )
     list_filter = ["status", "degraded", "scope"]
     search_fields = ["question", "=correlation_id"]
     search_help_text = "Words of the question, a run id, or a correlation id (exact)."
@@ -52,7 +64,7 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "id",
         "question",
         "status",
-        "degraded",
+        "degraded_flag",
         "degraded_reason",
         "scope",
         "top_k",
@@ -121,19 +133,12 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Question", ordering="question")
     def question_short(self, run: FactRun) -> str:
-        return run.question[:100]
+        return truncated(run.question, 80)
 
-    @admin.display(description="Plan")
-    def plan_json(self, run: FactRun) -> str:
-        return pretty_json(run.plan)
-
-    @admin.display(description="Steps")
-    def steps_json(self, run: FactRun) -> str:
-        return pretty_json(run.steps)
-
-    @admin.display(description="Entities")
-    def entities_json(self, run: FactRun) -> str:
-        return pretty_json(run.entities)
+    degraded_flag = warning_display("degraded", "Degraded")
+    plan_json = json_display("plan", "Plan")
+    steps_json = json_display("steps", "Steps")
+    entities_json = json_display("entities", "Entities")
 
     @admin.display(description="Re-run of")
     def rerun_of_link(self, run: FactRun) -> str:
@@ -147,7 +152,7 @@ class FactRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(Fact)
 class FactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["text_short", "qid", "pid", "rank", "score", "run"]
+    list_display = ["text_short", "qid", "pid", "rank", "score", "run_link"]
     list_filter = ["rank", "datatype"]
     search_fields = ["=qid", "=pid", "=claim_guid", "text"]
     search_help_text = "A QID, PID or statement GUID (exact), or words of the fact."
@@ -183,27 +188,16 @@ class FactAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Fact", ordering="text")
     def text_short(self, fact: Fact) -> str:
-        return fact.text[:100]
+        return truncated(fact.text, 80)
 
     @admin.display(description="Run")
     def run_link(self, fact: Fact) -> str:
-        return change_link(FactRun, fact.run_id, fact.run)
+        return change_link(FactRun, fact.run_id, truncated(fact.run.question, 40))
 
-    @admin.display(description="Value")
-    def value_json(self, fact: Fact) -> str:
-        return pretty_json(fact.value)
-
-    @admin.display(description="Qualifiers")
-    def qualifiers_json(self, fact: Fact) -> str:
-        return pretty_json(fact.qualifiers)
-
-    @admin.display(description="References")
-    def references_json(self, fact: Fact) -> str:
-        return pretty_json(fact.references)
-
-    @admin.display(description="SPARQL results")
-    def sparql_results_json(self, fact: Fact) -> str:
-        return pretty_json(fact.sparql_results)
+    value_json = json_display("value", "Value")
+    qualifiers_json = json_display("qualifiers", "Qualifiers")
+    references_json = json_display("references", "References")
+    sparql_results_json = json_display("sparql_results", "SPARQL results")
 
     @admin.display(description="Derived from")
     def derived_from_link(self, fact: Fact) -> str:

@@ -133,10 +133,10 @@ def test_run_list_shows_status_attempts_waits_and_filters(admin_client: Client, 
     response = admin_client.get(RUNS)
     assert response.status_code == 200
     content = response.content.decode()
-    for column in ("kind", "query", "status", "attempts", "rate_limit_waits", "duration_ms", "is_cached"):
+    for column in ("kind", "query", "status", "attempts_short", "waits_short", "duration_ms", "is_cached"):
         assert re.search(rf'<th scope="col" class="(sortable )?column-{column}[ "]', content)
     assert "3 search runs" in content
-    assert '<td class="field-attempts">2</td><td class="field-rate_limit_waits">1</td>' in content
+    assert '<td class="field-attempts_short">2</td><td class="field-waits_short">1</td>' in content
     assert '<td class="field-duration_ms">3120.0</td>' in content
     assert 'href="/admin/arxiv/searchrun/add/"' not in content
 

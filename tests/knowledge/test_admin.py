@@ -188,7 +188,7 @@ def test_entry_changelist_columns_filters_and_search(admin_client: Client, knowl
     response = admin_client.get(ENTRIES)
     assert response.status_code == 200
     content = response.content.decode()
-    for column in ("entry_id", "topic", "domain", "source", "confidence", "last_verified"):
+    for column in ("entry_id", "topic_short", "domain_link", "source_short", "confidence", "last_verified"):
         assert re.search(rf'<th scope="col" class="(sortable )?column-{column}[ "]', content)
     assert f'<a href="{IMPORT}">Import entries</a>' in content
     assert '<option value="export_entries">Export the selected entries (JSON)</option>' in content

@@ -101,7 +101,7 @@ def test_run_changelist_shows_columns_and_filters(admin_client: Client, runs: di
     response = admin_client.get(RUNS)
     assert response.status_code == 200
     content = response.content.decode()
-    for column in ("question_short", "status", "degraded", "scope", "created_at", "duration_ms"):
+    for column in ("question_short", "status", "degraded_flag", "scope", "created_at", "duration_ms"):
         assert re.search(rf'<th scope="col" class="(sortable )?column-{column}[ "]', content)
     assert "3 fact runs" in content
     assert "When was &lt;em&gt;Douglas Adams&lt;/em&gt; born?" in content
@@ -216,7 +216,7 @@ def test_fact_changelist_and_detail(admin_client: Client, fact: Fact) -> None:
     response = admin_client.get(FACTS)
     assert response.status_code == 200
     content = response.content.decode()
-    for column in ("text_short", "qid", "pid", "rank", "score", "run"):
+    for column in ("text_short", "qid", "pid", "rank", "score", "run_link"):
         assert re.search(rf'<th scope="col" class="(sortable )?column-{column}[ "]', content)
     assert "1 fact" in content
     assert 'href="/admin/wikidata/fact/add/"' not in content
