@@ -108,6 +108,8 @@ class Command(BaseCommand):
         self._own_logs_here()
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
+        # A closed terminal: stop as on Ctrl-C (the default would exit at once, leaving the servers).
+        signal.signal(signal.SIGHUP, self._request_stop)
         exit_code = 1
         try:
             self._prepare()
@@ -287,7 +289,7 @@ class Command(BaseCommand):
             width = max(len(name) for name in pages)
             lines = [f"  {name:<{width}}  {url}" for name, url in pages.items()]
             self._say("CortexWeb is ready:")
-            with self._output_lock:  # continuation lines of that message, aligned under it
+            with self._output_lock, contextlib.suppress(OSError):  # continuation lines, aligned under it
                 for line in [*lines, f"  {self._admin_note}", "  Press Ctrl-C to stop."]:
                     self.stdout.write(f"{'run':<6}| {line}")
                 self.stdout.flush()
@@ -358,7 +360,7 @@ class Command(BaseCommand):
             text = "\n".join(prefix + line for line in readable_line(record).split("\n"))
         else:
             text = json.dumps({**record, "process": process}, ensure_ascii=False, default=str)
-        with self._output_lock:
+        with self._output_lock, contextlib.suppress(OSError):  # a closed terminal must not stop the stop
             self.stdout.write(text)
             self.stdout.flush()
 
