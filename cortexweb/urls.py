@@ -19,6 +19,7 @@ urlpatterns = [
     path("", include("apps.arxiv.urls")),
     path("", include("apps.wikidata.urls")),
     path("", include("apps.grounding.urls")),
+    path("", include("apps.grounding.knowledge_urls")),
     path("", include("apps.memory.urls")),
     path("", include("apps.ontology.urls")),
     path("", include("apps.core.urls_pages")),

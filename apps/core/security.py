@@ -378,6 +378,25 @@ PAGE_OPERATIONS: tuple[PageOperation, ...] = (
         "POST /verifications/<id>/review", "grounding:verification_review", (REVIEWER,), "review it"
     ),
     PageOperation(
+        "GET /verifications/messages/<id>",
+        "grounding:message_detail",
+        (VERIFICATION_READER, REVIEWER),
+        "a grounded message: its claims' verifications, the knowledge injected, the summary",
+    ),
+    PageOperation(
+        "GET /knowledge",
+        "knowledge:knowledge_index",
+        STAFF,
+        "search the knowledge base (hybrid search, domain filter) or list its entries",
+    ),
+    PageOperation(
+        "GET /knowledge/<entry_id>",
+        "knowledge:entry_detail",
+        STAFF,
+        "an entry: source, last verified, staleness (the verifications citing it only for verification "
+        "readers and reviewers)",
+    ),
+    PageOperation(
         "GET /memories",
         "memory:memory_list",
         (MEMORY_READER, MEMORY_EDITOR),

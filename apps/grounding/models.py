@@ -7,6 +7,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -171,7 +172,9 @@ class Verification(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
-            models.Index(fields=["review_status", "verdict", "-created_at"], name="grounding_review_queue")
+            models.Index(fields=["review_status", "verdict", "-created_at"], name="grounding_review_queue"),
+            # The verifications citing an entry (its page): ``sources @> [{"entry_id": …}]``.
+            GinIndex(fields=["sources"], opclasses=["jsonb_path_ops"], name="grounding_sources_cited"),
         ]
         permissions = [("review_verification", "Can review grounding verifications")]
 

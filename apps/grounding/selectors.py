@@ -1,12 +1,14 @@
-"""Reads of the verification log: the review queue and one verification."""
+"""Reads of the verification log: the review queue, its counts per verdict, one verification, the
+verifications that cite a knowledge entry, and a grounded message."""
 
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
-from django.db.models import QuerySet
+from django.db.models import Count, Prefetch, QuerySet
 
-from apps.grounding.models import Verification
+from apps.grounding.models import GroundingMessage, GroundingSettings, Verdict, Verification
 
 
 def verifications_filtered(filters: dict[str, Any]) -> QuerySet[Verification]:
@@ -33,3 +35,33 @@ def verification_find(verification_id: int) -> Verification | None:
         .filter(pk=verification_id)
         .first()
     )
+
+
+def verdict_counts(filters: dict[str, Any]) -> dict[str, int]:
+    """How many verifications of each verdict match ``filters`` apart from the verdict (one query)."""
+    queryset = verifications_filtered({**filters, "verdict": ""}).order_by()
+    rows = dict(queryset.values_list("verdict").annotate(count=Count("id")))
+    return {verdict: rows.get(verdict, 0) for verdict in Verdict.values}
+
+
+def verifications_citing(*, entry_id: str, limit: int = 50) -> tuple[list[Verification], int]:
+    """The newest verifications that cite ``entry_id`` among their sources, and how many there are.
+
+    ``sources`` is ``[{entry_id, …}]``: jsonb containment (``@>``), served by the GIN index on it."""
+    queryset = Verification.objects.filter(sources__contains=[{"entry_id": entry_id}])
+    total = queryset.count()
+    rows = list(queryset.select_related("domain", "message").order_by("-created_at", "-id")[:limit])
+    return rows, total
+
+
+def message_find(message_id: UUID | str) -> GroundingMessage | None:
+    """A grounded message with its verifications (claims in the order they were made)."""
+    verifications = Prefetch(
+        "verifications", queryset=Verification.objects.select_related("domain").order_by("id")
+    )
+    return GroundingMessage.objects.prefetch_related(verifications).filter(pk=message_id).first()
+
+
+def review_threshold() -> float:
+    """Below this confidence a verdict goes to the review queue (``GroundingSettings``)."""
+    return GroundingSettings.current().confidence_threshold

@@ -13,6 +13,7 @@ swap error responses), full pages carry 400.
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -27,7 +28,8 @@ from apps.core.pages import permission_page, render_page_or_fragment, web_url
 from apps.grounding import selectors, services
 from apps.grounding.forms import ReviewFilterForm, ReviewForm
 from apps.grounding.models import Verdict, Verification
-from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry
+from apps.knowledge import selectors as knowledge_selectors
+from apps.knowledge.models import KnowledgeEntry
 
 PAGE_SIZE = 25
 REVIEW_PERMISSION = "grounding.review_verification"
@@ -47,14 +49,15 @@ def _safe_next(request: HttpRequest, candidate: str, default: str) -> str:
 # --- The queue ----------------------------------------------------------------------------------
 
 
-def _row(verification: Verification, *, next_url: str, error: str = "", form: Any = None) -> dict[str, Any]:
+def _row(
+    verification: Verification, *, next_url: str, threshold: float, error: str = "", form: Any = None
+) -> dict[str, Any]:
     """A queue row: the verification and what its cells need."""
-    sources = verification.sources if isinstance(verification.sources, list) else []
-    best = sources[0] if sources and isinstance(sources[0], dict) else {}
     return {
         "verification": verification,
         "verdict_badge": VERDICT_BADGES.get(verification.verdict, "badge-warn"),
-        "best_entry_id": best.get("entry_id", ""),
+        "best_entry_id": _best_entry_id(verification),
+        "threshold": threshold,
         "next_url": next_url,
         "error": error,
         "form": form,
@@ -70,14 +73,17 @@ def verification_queue(request: HttpRequest) -> HttpResponse:
     filters = form.filters()
     page = Paginator(selectors.verifications_filtered(filters), PAGE_SIZE).get_page(request.GET.get("page"))
     next_url = request.get_full_path()
-    domains = list(KnowledgeDomain.objects.order_by("name").values_list("name", flat=True))
+    threshold = selectors.review_threshold()
+    domains = knowledge_selectors.domain_names()
     if filters["domain"] and filters["domain"] not in domains:
         domains = sorted([*domains, filters["domain"]])
     context = {
         "form": form,
         "filters": filters,
         "page": page,
-        "rows": [_row(verification, next_url=next_url) for verification in page],
+        "rows": [_row(verification, next_url=next_url, threshold=threshold) for verification in page],
+        "verdict_counts": _verdict_counts(request, filters),
+        "threshold": threshold,
         "domains": domains,
         "verdicts": Verdict.choices,
         "queue_url": reverse("grounding:verification_queue"),
@@ -85,6 +91,27 @@ def verification_queue(request: HttpRequest) -> HttpResponse:
     return render_page_or_fragment(
         request, "grounding/verifications.html", "grounding/partials/_verification_results.html", context
     )
+
+
+def _verdict_counts(request: HttpRequest, filters: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each verdict's count under the other filters, with a link that filters by it."""
+    counts = selectors.verdict_counts(filters)
+    out = []
+    for value, label in Verdict.choices:
+        query = request.GET.copy()
+        query["verdict"] = value
+        query.pop("page", None)
+        out.append(
+            {
+                "value": value,
+                "label": label,
+                "count": counts[value],
+                "badge": VERDICT_BADGES.get(value, "badge-warn"),
+                "url": f"?{query.urlencode()}",
+                "current": filters["verdict"] == value,
+            }
+        )
+    return out
 
 
 # --- One verification ------------------------------------------------------------------------------
@@ -136,6 +163,9 @@ def _detail_context(
                 "url": web_url(source.get("url")),
                 "entry": entry,
                 "entry_url": web_url(entry.url) if entry else "",
+                "qid": str(source.get("qid") or ""),
+                "claim_guid": str(source.get("claimGuid") or ""),
+                "fact_id": source.get("factId") if isinstance(source.get("factId"), int) else None,
             }
         )
     detail_url = reverse("grounding:verification_detail", args=[verification.pk])
@@ -147,10 +177,55 @@ def _detail_context(
         "related": [(entry_id, entries.get(entry_id)) for entry_id in verification.related_entries],
         "corrected_entry": entries.get(verification.corrected_entry),
         "can_review": request.user.has_perm(REVIEW_PERMISSION),
+        "threshold": selectors.review_threshold(),
         "form": form or ReviewForm(initial={"action": "approve", "correction": verification.correction}),
         "error": error,
         "next_url": detail_url,
     }
+
+
+# --- One grounded message ---------------------------------------------------------------------------
+
+
+@require_GET
+@permission_page(VIEW_PERMISSION, REVIEW_PERMISSION)
+def message_detail(request: HttpRequest, message_id: UUID) -> HttpResponse:
+    """A grounded message: its text, summary, each claim's verification and the knowledge injected."""
+    message = selectors.message_find(message_id)
+    if message is None:
+        return render(request, "grounding/message_missing.html", {"message_id": message_id}, status=404)
+    verifications = list(message.verifications.all())
+    best_ids = {_best_entry_id(verification) for verification in verifications} - {""}
+    entries = {
+        (entry.topic, entry.source): entry.entry_id
+        for entry in KnowledgeEntry.objects.filter(entry_id__in=best_ids).only("entry_id", "topic", "source")
+    }
+    injected = [
+        {**item, "entry_id": entries.get((item.get("topic"), item.get("source")), "")}
+        for item in message.injected_knowledge or []
+        if isinstance(item, dict)
+    ]
+    threshold = selectors.review_threshold()
+    context = {
+        "message": message,
+        "rows": [
+            {
+                "verification": verification,
+                "verdict_badge": VERDICT_BADGES.get(verification.verdict, "badge-warn"),
+                "best_entry_id": _best_entry_id(verification),
+            }
+            for verification in verifications
+        ],
+        "injected": injected,
+        "threshold": threshold,
+    }
+    return render(request, "grounding/message_detail.html", context)
+
+
+def _best_entry_id(verification: Verification) -> str:
+    sources = verification.sources if isinstance(verification.sources, list) else []
+    best = sources[0] if sources and isinstance(sources[0], dict) else {}
+    return str(best.get("entry_id", ""))
 
 
 # --- Reviewing --------------------------------------------------------------------------------------
@@ -189,7 +264,13 @@ def verification_review(request: HttpRequest, verification_id: int) -> HttpRespo
         selectors.verification_find(verification_id) or verification
     )  # as stored, with its relations
     if request.htmx:
-        context = _row(verification, next_url=next_url, error=error, form=form if error else None)
+        context = _row(
+            verification,
+            next_url=next_url,
+            threshold=selectors.review_threshold(),
+            error=error,
+            form=form if error else None,
+        )
         response = render(request, "grounding/partials/_verification_row.html", context)
         patch_vary_headers(response, ["HX-Request"])
         return response

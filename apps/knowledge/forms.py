@@ -75,3 +75,27 @@ class EntryImportForm(forms.Form):
             cleaned["file_name"] = name
             cleaned["stem"] = PurePath(name).stem
         return cleaned
+
+
+class KnowledgeSearchForm(forms.Form):
+    """``GET /knowledge``: search text (hybrid search when given) and a domain filter."""
+
+    q = forms.CharField(label="Search", required=False, max_length=200, strip=True)
+    domain = forms.CharField(label="Domain", required=False, max_length=64, strip=True)
+
+    def clean_q(self) -> str:
+        text = " ".join(self.cleaned_data.get("q", "").split())
+        if len(text) == 1:
+            raise forms.ValidationError("Type at least 2 characters.")
+        return text
+
+    def clean_domain(self) -> str:
+        name = self.cleaned_data.get("domain", "")
+        if name and not re.match(DOMAIN_NAME_PATTERN, name):
+            raise forms.ValidationError("Not a domain name (lowercase letters, digits, - and _).")
+        return name
+
+    def filters(self) -> dict[str, str]:
+        """The valid filters only: a bad field is reported and left out."""
+        cleaned = getattr(self, "cleaned_data", {})
+        return {"text": cleaned.get("q") or "", "domain": cleaned.get("domain") or ""}

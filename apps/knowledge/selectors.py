@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db.models import F, QuerySet
+from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from apps.core.errors import NotFound, ValidationFailed
@@ -125,3 +127,34 @@ def entries_for_export(*, domain: str | None = None) -> QuerySet[KnowledgeEntry]
         .select_related("domain")
         .order_by(F("entry_id"))
     )
+
+
+# --- Staleness ---------------------------------------------------------------------------------
+
+# An entry whose last verification is older than this is stale: its source may have moved on (the
+# packs' sources, OWASP, NIST and RFCs, are revised every year or two). The pages say this rule.
+STALE_AFTER_DAYS = 365
+
+
+@dataclass(frozen=True)
+class Staleness:
+    state: str  # "fresh", "stale" or "never" (never verified)
+    age_days: int | None
+    text: str
+
+
+def entry_staleness(*, entry: KnowledgeEntry, today: date | None = None) -> Staleness:
+    """Whether ``entry`` is stale: never verified, or last verified more than ``STALE_AFTER_DAYS`` ago."""
+    if entry.last_verified is None:
+        return Staleness("never", None, "Never verified: treat it as stale.")
+    today = today or timezone.localdate()
+    age = (today - entry.last_verified).days
+    if age > STALE_AFTER_DAYS:
+        return Staleness("stale", age, f"Stale: last verified {age} days ago (more than {STALE_AFTER_DAYS}).")
+    if age < 0:
+        return Staleness("fresh", age, "Fresh: verified on a future date (check the pack's date).")
+    return Staleness("fresh", age, f"Fresh: last verified {age} day{'s' if age != 1 else ''} ago.")
+
+
+def domain_names() -> list[str]:
+    return list(KnowledgeDomain.objects.order_by("name").values_list("name", flat=True))

@@ -131,15 +131,44 @@ def _run_context(run: FactRun) -> dict[str, Any]:
         "plan_steps": plan_steps,
         "steps": [_step(step) for step in run.steps or [] if isinstance(step, dict)],
         "facts": run.facts.order_by("position") if not run.pending else [],
+        "knowledge": _knowledge_answers(run) if not run.pending else [],
         "prov_url": reverse("wikidata:run_prov_turtle", kwargs={"run_id": run.pk}),
+        "prov_jsonld_url": reverse("wikidata:run_prov_jsonld", kwargs={"run_id": run.pk}),
     }
 
 
+def _knowledge_answers(run: FactRun) -> list[dict[str, Any]]:
+    """The knowledge entries a degraded run answered with, as the page shows them (links only http(s))."""
+    return [
+        {
+            "entry_id": str(item.get("entryId", "")),
+            "topic": item.get("topic", ""),
+            "content": item.get("content", ""),
+            "domain": item.get("domain", ""),
+            "source": item.get("source", ""),
+            "url": web_url(item.get("url")),
+            "similarity": item.get("similarity"),
+        }
+        for item in run.knowledge or []
+        if isinstance(item, dict)
+    ]
+
+
+def _detail_value(value: Any) -> Any:
+    return value if isinstance(value, str | int | float) else json.dumps(value, ensure_ascii=False)
+
+
 def _step(step: dict[str, Any]) -> dict[str, Any]:
-    """An executed step as the page shows it: ``detail`` as compact JSON, ``retryable`` only when known."""
+    """An executed step as the page shows it: ``detail`` as key/value pairs (nested values as compact
+    JSON), ``retryable`` only when known."""
     shown = dict(step)
     detail = step.get("detail")
-    shown["detail_json"] = json.dumps(detail, ensure_ascii=False, sort_keys=True) if detail else ""
+    if isinstance(detail, dict):
+        shown["detail_items"] = [(str(key), _detail_value(value)) for key, value in sorted(detail.items())]
+    elif detail:
+        shown["detail_items"] = [("detail", json.dumps(detail, ensure_ascii=False))]
+    else:
+        shown["detail_items"] = []
     shown["retryable_known"] = step.get("retryable") is not None
     return shown
 

@@ -199,6 +199,9 @@ PAGE_PROBES: dict[str, Probe] = {
     "GET /verifications": Probe("GET", "/verifications", 200),
     "GET /verifications/<id>": Probe("GET", "/verifications/999999999", 404),
     "POST /verifications/<id>/review": Probe("POST", "/verifications/999999999/review", 404, {}),
+    "GET /verifications/messages/<id>": Probe("GET", f"/verifications/messages/{UNKNOWN_UUID}", 404),
+    "GET /knowledge": Probe("GET", "/knowledge", 200),
+    "GET /knowledge/<entry_id>": Probe("GET", "/knowledge/NOPE-999", 404),
     "GET /memories": Probe("GET", "/memories", 200),
     "GET /memories/<id>": Probe("GET", f"/memories/{UNKNOWN_UUID}", 404),
     "POST /memories/<id>/pin": Probe("POST", f"/memories/{UNKNOWN_UUID}/pin", 404, {"pinned": "true"}),
@@ -546,6 +549,7 @@ def test_the_table_lists_every_page() -> None:
     from apps.arxiv import urls as arxiv_urls
     from apps.connectors import urls as connector_urls
     from apps.core import urls_pages
+    from apps.grounding import knowledge_urls
     from apps.grounding import urls as grounding_urls
     from apps.memory import urls as memory_urls
     from apps.ontology import urls as ontology_urls
@@ -558,6 +562,7 @@ def test_the_table_lists_every_page() -> None:
             arxiv_urls,
             wikidata_urls,
             grounding_urls,
+            knowledge_urls,
             memory_urls,
             ontology_urls,
             urls_pages,
@@ -572,7 +577,7 @@ def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
         "http": (62, 7),
         "mcp": (25, 7),
-        "pages": (28, 15),
+        "pages": (31, 15),
         "api sessions": (27, 15),
     }
 

@@ -347,7 +347,7 @@ def test_correct_updates_the_named_entry(
     assert response.status_code == 200
     content = response.content.decode()
     assert '<span class="badge status-corrected">Corrected</span>' in content
-    assert "entry <code>SEC-031</code>" in content
+    assert 'entry <a href="/knowledge/SEC-031"><code>SEC-031</code></a>' in content
     stored = Verification.objects.get(pk=md5.pk)
     assert (stored.review_status, stored.reviewer, stored.correction, stored.corrected_entry) == (
         ReviewStatus.CORRECTED,
@@ -462,8 +462,9 @@ def test_queue_shows_pending_by_default_with_row_details(
     assert f'<a href="/verifications/{breach.pk}">Controllers must notify' in row
     assert '<span class="badge badge-error">Contradicted</span>' in row
     assert "<td>compliance</td>" in row
-    assert "<td>0.55</td>" in row
-    assert "<td><code>GDPR-033</code></td>" in row
+    assert 'aria-label="Confidence 0.55, below the review threshold 0.70"' in row
+    assert "<strong>0.55</strong> <small>below review threshold 0.70</small>" in row
+    assert '<td><a href="/knowledge/GDPR-033"><code>GDPR-033</code></a></td>' in row
     assert '<time datetime="2024-05-01T10:04:00+00:00">2024-05-01 10:04</time>' in row
     assert row.count(f'hx-post="/verifications/{breach.pk}/review"') == 3
     assert row.count('<input type="hidden" name="next" value="/verifications">') == 3
@@ -597,7 +598,10 @@ def test_detail_shows_the_claim_beside_its_evidence(verifications: dict, reviewe
         r'<article class="evidence-item" data-entry-id="GDPR-033">.*?</article>', evidence, re.S
     )
     gdpr33 = gdpr33.group(0)
-    assert "<h3><code>GDPR-033</code> Breach notification to the supervisory authority</h3>" in gdpr33
+    assert (
+        '<h3><a href="/knowledge/GDPR-033"><code>GDPR-033</code></a> '
+        "Breach notification to the supervisory authority</h3>" in gdpr33
+    )
     assert "Relevance 0.8123" in gdpr33
     assert (
         '<blockquote class="excerpt">not later than 72 hours after having become aware of it</blockquote>'
@@ -617,7 +621,10 @@ def test_detail_shows_the_claim_beside_its_evidence(verifications: dict, reviewe
     assert "This entry is no longer in the knowledge base; the source was\n              Old pack." in gone
 
     assert '<tr><th scope="row">quantity</th><td>48 hours</td><td>72 hours</td></tr>' in content
-    assert "<li><code>GDPR-033</code> Breach notification to the supervisory authority</li>" in content
+    assert (
+        '<li><a href="/knowledge/GDPR-033"><code>GDPR-033</code></a> '
+        "Breach notification to the supervisory authority</li>" in content
+    )
     assert "<li><code>GDPR-012</code> (not in the knowledge base)</li>" in content
     assert "<dt>Reviewer</dt><dd>rita</dd>" in content
     assert '<time datetime="2024-05-02T09:30:00+00:00">2024-05-02 09:30:00 UTC</time>' in content

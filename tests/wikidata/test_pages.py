@@ -169,17 +169,21 @@ def test_fact_page_shows_the_statement_and_where_it_came_from(client: Client, fa
     assert content.startswith("<!doctype html>")
     assert "<h1>Douglas Adams — date of birth — 1952-03-11</h1>" in content
     assert (
-        '<dt>Item</dt><dd><a href="https://www.wikidata.org/wiki/Q42" rel="noopener noreferrer">'
-        "Douglas Adams</a> <code>Q42</code></dd>" in content
+        '<dt>Item</dt><dd>Douglas Adams <a href="https://www.wikidata.org/wiki/Q42" '
+        'rel="noopener noreferrer"><code>Q42</code></a></dd>' in content
     )
-    assert f"<dt>Statement GUID</dt><dd><code>{GUID}</code></dd>" in content
+    # The statement's anchor on its item's page is the GUID itself, "$" included.
+    assert (
+        f'<dt>Statement GUID</dt><dd><a href="https://www.wikidata.org/wiki/Q42#{GUID}" '
+        f'rel="noopener noreferrer"><code>{GUID}</code></a></dd>' in content
+    )
     assert (
         f'<a href="https://www.wikidata.org/wiki/Q42#{GUID}" rel="noopener noreferrer">'
         "Statement on Wikidata</a>" in content
     )
     assert (
-        '<dt>Property</dt><dd><a href="https://www.wikidata.org/wiki/Property:P569" '
-        'rel="noopener noreferrer">date of birth</a> <code>P569</code></dd>' in content
+        '<dt>Property</dt><dd>date of birth <a href="https://www.wikidata.org/wiki/Property:P569" '
+        'rel="noopener noreferrer"><code>P569</code></a></dd>' in content
     )
     assert '<dt>Value</dt><dd>1952-03-11 <span class="tag">time</span></dd>' in content
     assert "<dt>Rank</dt><dd>normal</dd>" in content
@@ -188,30 +192,38 @@ def test_fact_page_shows_the_statement_and_where_it_came_from(client: Client, fa
     run = fact.run
     assert (
         f'<dt>Run</dt><dd><a href="/facts/runs/{run.pk}">When was Douglas Adams born?</a> '
-        f"<code>{run.pk}</code></dd>" in content
+        f'<a href="/facts/runs/{run.pk}"><code>{run.pk}</code></a></dd>' in content
     )
     assert f'<a href="/facts/runs/{run.pk}/prov.ttl">Run provenance (PROV-O Turtle)</a>' in content
     # Qualifiers: the property's label and the value's text.
-    assert "<li>sourcing circumstances <code>P1480</code>: circa</li>" in content
+    assert (
+        '<li>sourcing circumstances <a href="https://www.wikidata.org/wiki/Property:P1480" '
+        'rel="noopener noreferrer"><code>P1480</code></a>: circa</li>' in content
+    )
     # References: an http(s) reference URL is a link; other snaks are text.
     assert (
-        '<li>reference URL <code>P854</code>: <a href="https://example.org/adams?a=1&amp;b=2" '
+        '<li>reference URL <a href="https://www.wikidata.org/wiki/Property:P854" '
+        'rel="noopener noreferrer"><code>P854</code></a>: <a href="https://example.org/adams?a=1&amp;b=2" '
         'rel="noopener noreferrer">https://example.org/adams?a=1&amp;b=2</a></li>' in content
     )
-    assert "<li>retrieved <code>P813</code>: 2013-12-07</li>" in content
+    assert (
+        '<li>retrieved <a href="https://www.wikidata.org/wiki/Property:P813" rel="noopener noreferrer">'
+        "<code>P813</code></a>: 2013-12-07</li>" in content
+    )
     assert "This statement cites no references." not in content
     assert "This fact was copied" not in content and "degraded run" not in content
 
 
 def test_a_javascript_reference_url_is_text_not_a_link(client: Client, fact: Fact) -> None:
     content = client.get(f"/facts/{fact.pk}").content.decode()
-    assert "<li>reference URL <code>P854</code>: javascript:alert(1)</li>" in content
+    assert (
+        '<li>reference URL <a href="https://www.wikidata.org/wiki/Property:P854" rel="noopener noreferrer">'
+        "<code>P854</code></a>: javascript:alert(1)</li>" in content
+    )
     assert 'href="javascript:' not in content
-    assert re.findall(r'<a href="([^"]+)" rel="noopener noreferrer">', content) == [
-        "https://www.wikidata.org/wiki/Q42",
-        f"https://www.wikidata.org/wiki/Q42#{GUID}",
-        "https://www.wikidata.org/wiki/Q42",
-        "https://www.wikidata.org/wiki/Property:P569",
+    links = re.findall(r'<a href="([^"]+)" rel="noopener noreferrer">', content)
+    # Every id links to Wikidata; of the reference URLs only the http(s) one is a link.
+    assert [link for link in links if not link.startswith("https://www.wikidata.org/")] == [
         "https://example.org/adams?a=1&amp;b=2",
         f"https://query.wikidata.org/#{SPARQL_ENCODED}",
         STATEMENT_URI,
@@ -341,8 +353,7 @@ def test_finished_run_page_shows_plan_steps_and_results(client: Client, fact: Fa
     assert "<td>412.5 ms</td>" in content and "<td>90.25 ms</td>" in content
     assert "Fell back to keyword search: the vector database failed: HTTP 503" in content
     assert (
-        '<code class="step-detail">{&quot;hits&quot;: 4, &quot;via&quot;: &quot;keyword&quot;}</code>'
-        in content
+        '<span class="step-detail">hits <strong>4</strong> · via <strong>keyword</strong></span>' in content
     )
     assert (
         '<p class="step-error">Wikidata answered &lt;HTTP 429&gt; (type <code>rate_limited</code>, '
@@ -361,10 +372,13 @@ def test_finished_run_page_shows_plan_steps_and_results(client: Client, fact: Fa
         (str(second.pk), "2", "Douglas Adams — sex — male", "0.5000", "preferred"),
     ]
     assert (
-        '<td><a href="https://www.wikidata.org/wiki/Q42" rel="noopener noreferrer">Douglas Adams</a> '
-        "<code>Q42</code></td>" in content
+        '<td>Douglas Adams <a href="https://www.wikidata.org/wiki/Q42" '
+        'rel="noopener noreferrer"><code>Q42</code></a></td>' in content
     )
-    assert "<td><code>P569</code> date of birth</td>" in content
+    assert (
+        '<td><a href="https://www.wikidata.org/wiki/Property:P569" rel="noopener noreferrer">'
+        "<code>P569</code></a> date of birth</td>" in content
+    )
     assert f'<td><a href="/facts/{fact.pk}">/facts/{fact.pk}</a></td>' in content
     # Finished: nothing polls.
     assert "hx-trigger" not in content.split('<div id="run-results"')[1]
@@ -385,7 +399,8 @@ def test_degraded_run_shows_its_reason_and_the_copied_facts(client: Client, fact
         in content
     )
     assert (
-        "<dt>Degraded</dt><dd>Answered from stored facts: Wikidata search failed: the upstream timed out</dd>"
+        "<dt>Degraded</dt><dd>Answered from local data (stored facts and knowledge entries): "
+        "Wikidata search failed: the upstream timed out</dd>"
         in content
     )
     assert (
@@ -532,8 +547,10 @@ def test_stored_fact_search_answers_htmx_with_the_fragment(client: Client, fact:
     assert re.findall(r'<tr data-fact-id="(\d+)">', content) == [str(fact.pk)]
     assert (
         f'<th scope="row"><a href="/facts/{fact.pk}">Douglas Adams — date of birth — 1952-03-11</a></th>\n'
-        "            <td><code>Q42</code></td>\n"
-        "            <td><code>P569</code> date of birth</td>\n"
+        '            <td><a href="https://www.wikidata.org/wiki/Q42" rel="noopener noreferrer">'
+        "<code>Q42</code></a></td>\n"
+        '            <td><a href="https://www.wikidata.org/wiki/Property:P569" rel="noopener noreferrer">'
+        "<code>P569</code></a> date of birth</td>\n"
         "            <td>normal</td>" in content
     )
     content = client.get("/facts", {"q": "mathematician"}, headers=HTMX).content.decode()
