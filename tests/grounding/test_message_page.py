@@ -145,3 +145,14 @@ def test_the_queue_counts_each_verdict_under_the_other_filters(message, django_a
     content = client.get("/verifications").content.decode()
     counts = re.findall(r'<span class="badge [\w-]+">(\w+)</span> <strong>(\d+)</strong>', content)
     assert counts == [("Supported", "0"), ("Contradicted", "1"), ("Unverified", "0")]
+
+
+def test_the_verification_page_costs_a_fixed_number_of_queries(message, django_assert_num_queries) -> None:
+    verification = message.verifications.get(verdict=Verdict.CONTRADICTED)
+    client = role_client(READER)
+    client.get(f"/verifications/{verification.pk}")
+    # session, user, permissions (user, groups), the verification with its domain, reviewer and message,
+    # the entries it cites, the threshold.
+    with django_assert_num_queries(7):
+        response = client.get(f"/verifications/{verification.pk}")
+    assert response.status_code == 200

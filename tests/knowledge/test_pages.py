@@ -208,3 +208,12 @@ def test_unknown_entries_answer_a_404_page(entries, entry_id: str) -> None:
 
 def test_a_nul_in_the_entry_id_is_refused() -> None:
     assert role_client().get("/knowledge/SEC%00-001").status_code == 400
+
+
+def test_a_search_costs_a_fixed_number_of_queries(entries, django_assert_num_queries) -> None:
+    client = role_client()
+    client.get("/knowledge", {"q": "password"})
+    # session, user, domains, the domain check, the nearest by meaning, the best by full text.
+    with django_assert_num_queries(6):
+        response = client.get("/knowledge", {"q": "how should passwords be hashed", "domain": "security"})
+    assert response.status_code == 200
