@@ -112,3 +112,25 @@ def test_the_page_export_is_served() -> None:
     response = role_client("wikidata.view_factrun").get(f"/facts/runs/{run.pk}/prov.ttl")
     assert response.status_code == 200
     assert b"cortex:KnowledgeAnswer" in response.content
+
+
+def test_an_item_without_a_label_shows_its_id_once() -> None:
+    from tests.wikidata.test_pages import make_fact
+
+    run = make_run()
+    fact = make_fact(run, qid_label="", pid_label="")
+    client = role_client("wikidata.view_factrun")
+    content = client.get(f"/facts/{fact.pk}").content.decode()
+    assert (
+        '<dt>Item</dt><dd><a href="https://www.wikidata.org/wiki/Q42" rel="noopener noreferrer">'
+        "<code>Q42</code></a></dd>" in content
+    )
+    assert (
+        '<dt>Property</dt><dd><a href="https://www.wikidata.org/wiki/Property:P569" '
+        'rel="noopener noreferrer"><code>P569</code></a></dd>' in content
+    )
+    content = client.get(f"/facts/runs/{run.pk}").content.decode()
+    assert (
+        '<td><a href="https://www.wikidata.org/wiki/Q42" rel="noopener noreferrer"><code>Q42</code></a></td>'
+        in content
+    )
