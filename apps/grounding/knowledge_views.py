@@ -65,6 +65,8 @@ def knowledge_index(request: HtmxHttpRequest) -> HttpResponse:
         page = Paginator(entries.defer("embedding").order_by("entry_id"), PAGE_SIZE).get_page(
             request.GET.get("page")
         )
+        for entry in page.object_list:
+            entry.staleness = selectors.entry_staleness(entry=entry)  # type: ignore[attr-defined]
     context = {
         "form": form,
         "filters": filters,

@@ -119,6 +119,8 @@ def test_without_text_the_entries_are_listed(entries, django_assert_num_queries)
         content = client.get("/knowledge", {"domain": "security"}).content.decode()
     assert re.findall(r'<tr data-entry-id="([A-Z]+-\d{3})">', content) == ["SEC-031", "SEC-032"]
     assert "2 entries in security." in content
+    # SEC-032 was last verified more than a year ago.
+    assert content.count('<span class="badge staleness-stale">stale</span>') == 1
 
 
 def test_bad_filters_are_said_not_failed(entries) -> None:
