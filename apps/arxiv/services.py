@@ -42,7 +42,7 @@ from apps.core.runs import (
     run_fence,
     run_finish,
 )
-from apps.core.services import event_emit, row_wait
+from apps.core.services import event_emit, row_wait, upstream_request_recorded
 from apps.core.signing import canonical_json
 
 logger = get_logger(__name__)
@@ -243,13 +243,15 @@ def _execute(run: SearchRun) -> SearchRun:
 
 @contextlib.contextmanager
 def _gate(deadline: float, progress: _Progress) -> Iterator[None]:
-    waited = arxiv_limiter().acquire(deadline=deadline)
-    if waited > 0:
-        progress.rate_limit_waits += 1
-        progress.waited_seconds += waited
-        arxiv_metrics.rate_limit_hits_total.inc()
-    with arxiv_connection_lock().hold(deadline=max(deadline, time.monotonic() + 1)):
-        yield
+    limiter = arxiv_limiter()
+    with upstream_request_recorded(upstream=LIMITER_NAME, budget_per_hour=limiter.per_hour) as tally:
+        waited = tally.waited_seconds = limiter.acquire(deadline=deadline)
+        if waited > 0:
+            progress.rate_limit_waits += 1
+            progress.waited_seconds += waited
+            arxiv_metrics.rate_limit_hits_total.inc()
+        with arxiv_connection_lock().hold(deadline=max(deadline, time.monotonic() + 1)):
+            yield
 
 
 def _claim_send(progress: _Progress) -> None:

@@ -53,7 +53,7 @@ from apps.core.errors import (
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.models import ApiToken
 from apps.core.ratelimit import RateLimiter
-from apps.core.services import event_emit
+from apps.core.services import event_emit, upstream_request_recorded
 
 logger = get_logger(__name__)
 
@@ -108,7 +108,6 @@ def tool_call(
     )
     try:
         _arguments_validate(tool, arguments)
-        _rate_limit_wait(connector)
         result = _dispatch(tool, arguments)
         _text_errors_raise(tool, upstream_name, result)
     except Exception as error:
@@ -179,27 +178,41 @@ def _json_path(parent: str, prop: str) -> str:
     return f"{parent}.{prop}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prop) else f"{parent}[{prop!r}]"
 
 
-def _rate_limit_wait(connector: Connector) -> None:
+def _connector_limiter(connector: Connector) -> RateLimiter | None:
     if not connector.rate_limit_interval:
-        return
-    limiter = RateLimiter(
+        return None
+    return RateLimiter(
         f"connector:{connector.slug}",
         interval=connector.rate_limit_interval,
         burst=connector.rate_limit_burst,
     )
-    limiter.acquire(max_wait=mcp_client.connector_timeout(connector))
+
+
+def _connector_call(connector: Connector, upstream_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One ``tools/call`` to an MCP connector under its budget, recorded as an upstream request (a
+    native adapter's requests are recorded by the clients it uses)."""
+    limiter = _connector_limiter(connector)
+    with upstream_request_recorded(
+        upstream=f"mcp:{connector.slug}", budget_per_hour=limiter.per_hour if limiter else None
+    ) as tally:
+        if limiter is not None:
+            tally.waited_seconds = limiter.acquire(max_wait=mcp_client.connector_timeout(connector))
+        return mcp_client.call_tool(connector, upstream_name, arguments)
 
 
 def _dispatch(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]:
     connector = tool.connector
     if connector.transport == Transport.MCP:
         try:
-            return mcp_client.call_tool(connector, tool.upstream_call_name, arguments)
+            return _connector_call(connector, tool.upstream_call_name, arguments)
         except UpstreamError as error:
             adapter = adapters.adapter_for(tool.name)
             if adapter is None or not _native_fallback_allowed(error):
                 raise
             return _native_fallback(tool, arguments, adapter, error)
+    limiter = _connector_limiter(connector)
+    if limiter is not None:
+        limiter.acquire(max_wait=mcp_client.connector_timeout(connector))
     return adapters.adapter_get(tool.name)(tool, arguments)
 
 

@@ -133,3 +133,37 @@ class TrackedRun(models.Model):
     @property
     def pending(self) -> bool:
         return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class UpstreamOutcome(models.TextChoices):
+    """How one request to an upstream ended, as the budget chart counts it."""
+
+    OK = "ok", "OK"
+    THROTTLED = "throttled", "Throttled by the upstream (HTTP 429)"
+    FAILED = "failed", "Failed (other upstream error)"
+    REFUSED = "refused", "Refused by our limiter (would wait past the deadline)"
+
+
+class UpstreamRequest(models.Model):
+    """One request to a rate-limited upstream (a Wikidata service, arXiv, an MCP connector), written
+    by the gate that spent the upstream's budget on it. Prometheus counters add up since a process
+    started; "requests in the last hour against the limit" needs rows with a time.
+
+    ``budget_per_hour`` is what the shared limiter allowed when the request was made, so the
+    dashboard shows the budget in force rather than today's setting applied to old traffic.
+    """
+
+    upstream = models.CharField(max_length=100)
+    outcome = models.CharField(max_length=16, choices=UpstreamOutcome.choices)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    waited_ms = models.FloatField(default=0.0, help_text="Time the shared limiter made the caller wait.")
+    duration_ms = models.FloatField(help_text="The whole request, the wait included.")
+    budget_per_hour = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["created_at", "upstream"], name="core_upstream_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.upstream} {self.outcome} @ {self.created_at:%Y-%m-%d %H:%M:%S}"

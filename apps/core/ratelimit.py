@@ -137,6 +137,11 @@ class RateLimiter:
     def redis(self) -> redis.Redis:
         return self._redis or get_redis()
 
+    @property
+    def per_hour(self) -> float:
+        """The most grants an hour can see: the burst, then one every interval."""
+        return 3600.0 / self.interval + (self.burst - 1)
+
     def reserve(self, *, max_wait: float | None = None) -> Reservation:
         """Take the next slot, or raise ``RateLimited`` if it is more than ``max_wait`` s away.
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,13 +18,19 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
-from django.db import models, transaction
+from django.db import DatabaseError, models, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from apps.core.errors import AuthenticationRequired, NotFound, RateLimited, ValidationFailed
+from apps.core.errors import (
+    AuthenticationRequired,
+    NotFound,
+    RateLimited,
+    UpstreamError,
+    ValidationFailed,
+)
 from apps.core.logging import current_correlation_id, get_logger
-from apps.core.models import ApiToken, Event, TokenScope
+from apps.core.models import ApiToken, Event, TokenScope, UpstreamOutcome, UpstreamRequest
 from apps.core.ratelimit import RateLimiter
 from apps.core.redis import get_redis
 
@@ -254,3 +262,63 @@ def row_wait(*, row: RowT, pending: Callable[[RowT], bool], timeout: float, inte
         time.sleep(interval)
         row.refresh_from_db()
     return row
+
+
+# --- Upstream requests (the dashboard's budget chart) ------------------------------------------
+
+
+@dataclass
+class UpstreamRequestTally:
+    """What the gate learns while a request is under way: how long the shared limiter made it wait."""
+
+    waited_seconds: float = 0.0
+
+
+def upstream_http_status(error: UpstreamError) -> int | None:
+    """The HTTP status an upstream answered with, where its client recorded one (the Wikidata and
+    arXiv clients say ``status``, the MCP client ``httpStatus``)."""
+    details = error.details if isinstance(error.details, dict) else {}
+    status = details.get("status", details.get("httpStatus"))
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+@contextlib.contextmanager
+def upstream_request_recorded(
+    *, upstream: str, budget_per_hour: float | None
+) -> Iterator[UpstreamRequestTally]:
+    """Record one request to ``upstream`` as an ``UpstreamRequest`` row when the block ends, its
+    outcome read from how it ended: ``RateLimited`` is our limiter refusing (the request was never
+    sent), an ``UpstreamError`` with HTTP 429 the upstream throttling us, any other error a failure.
+
+    Wrap the whole gate — the limiter's wait and the request — and set ``tally.waited_seconds``.
+    A row that cannot be written is logged and dropped: the record must never fail the request.
+    """
+    tally = UpstreamRequestTally()
+    started = time.perf_counter()
+    outcome, http_status = UpstreamOutcome.OK, None
+    try:
+        yield tally
+    except RateLimited:
+        outcome = UpstreamOutcome.REFUSED
+        raise
+    except UpstreamError as error:
+        http_status = upstream_http_status(error)
+        outcome = UpstreamOutcome.THROTTLED if http_status == 429 else UpstreamOutcome.FAILED
+        raise
+    except Exception:
+        outcome = UpstreamOutcome.FAILED
+        raise
+    finally:
+        try:
+            # A savepoint, so that a failed insert cannot break a caller's transaction.
+            with transaction.atomic():
+                UpstreamRequest.objects.create(
+                    upstream=upstream,
+                    outcome=outcome,
+                    http_status=http_status,
+                    waited_ms=round(tally.waited_seconds * 1000, 3),
+                    duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                    budget_per_hour=budget_per_hour,
+                )
+        except DatabaseError as error:
+            logger.warning("upstream_request.not_recorded", upstream=upstream, error=str(error))

@@ -19,6 +19,7 @@ from apps.core.errors import RateLimited, UpstreamError
 from apps.core.logging import get_logger
 from apps.core.ratelimit import ConnectionLock, RateLimiter
 from apps.core.retries import RetryPolicy, call_with_retries
+from apps.core.services import upstream_request_recorded
 from apps.wikidata import action_api, sparql, vectordb
 from apps.wikidata import metrics as wikidata_metrics
 from apps.wikidata.action_api import MAX_IDS_PER_REQUEST, ActionApiClient, EntitiesResult
@@ -49,17 +50,19 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
     the one-query-at-a-time lock. Times the whole request, the wait included."""
     started = time.perf_counter()
     outcome = "ok"
+    limiter = upstream_limiter(upstream)
     try:
-        waited = upstream_limiter(upstream).acquire(deadline=deadline)
-        if waited > 0:
-            wikidata_metrics.rate_limit_waits_total.labels(upstream=upstream).inc()
-        if upstream == sparql.UPSTREAM:
-            lock = ConnectionLock(sparql.LIMITER_NAME, ttl=sparql.WDQS_HARD_TIMEOUT_SECONDS + 5)
-            lock_deadline = deadline if deadline is not None else time.monotonic() + 60
-            with lock.hold(deadline=max(lock_deadline, time.monotonic() + 1)):
+        with upstream_request_recorded(upstream=upstream, budget_per_hour=limiter.per_hour) as tally:
+            tally.waited_seconds = limiter.acquire(deadline=deadline)
+            if tally.waited_seconds > 0:
+                wikidata_metrics.rate_limit_waits_total.labels(upstream=upstream).inc()
+            if upstream == sparql.UPSTREAM:
+                lock = ConnectionLock(sparql.LIMITER_NAME, ttl=sparql.WDQS_HARD_TIMEOUT_SECONDS + 5)
+                lock_deadline = deadline if deadline is not None else time.monotonic() + 60
+                with lock.hold(deadline=max(lock_deadline, time.monotonic() + 1)):
+                    yield
+            else:
                 yield
-        else:
-            yield
     except RateLimited:
         outcome = "rate_limited"
         raise
