@@ -47,7 +47,8 @@ TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gat
 	apps/ontology/sparql.py apps/ontology/proposals.py apps/ontology/views.py apps/ontology/browse.py \
 	apps/ontology/charts.py apps/ontology/lexical.py apps/ontology/graph.py \
 	apps/core/links.py apps/core/templatetags/cortex_links.py apps/knowledge/selectors.py \
-	apps/grounding/selectors.py apps/wikidata/provenance.py
+	apps/grounding/selectors.py apps/wikidata/provenance.py \
+	apps/core/charts.py apps/dashboard/selectors.py apps/dashboard/panels.py apps/dashboard/views.py
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

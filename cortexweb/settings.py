@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "apps.memory",
     "apps.ontology",
     "apps.mcp_server",
+    "apps.dashboard",
 ]
 
 MIDDLEWARE = [

@@ -464,6 +464,13 @@ PAGE_OPERATIONS: tuple[PageOperation, ...] = (
         rate_limited=True,
     ),
     PageOperation("GET /events", "core_pages:events", STAFF, "live events (payloads carry agents' input)"),
+    PageOperation("GET /", "dashboard:home", None, "what CortexWeb is, with links; the dashboard for staff"),
+    PageOperation(
+        "GET /dashboard/<panel>",
+        "dashboard:panel",
+        STAFF,
+        "one dashboard panel (connectors, upstream budgets, tool calls, runs, verdicts, errors)",
+    ),
 )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
+from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found as django_page_not_found
@@ -36,6 +38,15 @@ def readyz(request: HttpRequest) -> JsonResponse:
         # failed logs its own error where it failed.
         logger.info("readyz.not_ready", failed=failed)
         response._has_been_logged = True  # type: ignore[attr-defined] - Django's log_response skips it
+    return response
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for on pages that link no icon (the admin's): the static
+    icon, so no page logs a 404 for it."""
+    response = HttpResponseRedirect(static("favicon.ico"))
+    patch_cache_control(response, public=True, max_age=86400)
     return response
 
 

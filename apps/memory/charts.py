@@ -14,14 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from apps.core.charts import PlotFrame, Tick, plot_frame
+from apps.core.charts import svg_number as _n
 from apps.memory.selectors import COMPONENTS, OutlookPoint
 
 BAR_WIDTH = 240.0
 BAR_HEIGHT = 14.0
-
-
-def _n(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".") or "0"
 
 
 @dataclass(frozen=True)
@@ -72,19 +70,7 @@ Y_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 @dataclass(frozen=True)
-class Tick:
-    at: str  # x (on the x axis) or y (on the y axis)
-    label: str
-
-
-@dataclass(frozen=True)
-class DecayChart:
-    width: str
-    height: str
-    left: str
-    right: str
-    top: str
-    bottom: str
+class DecayChart(PlotFrame):
     x_ticks: list[Tick]
     y_ticks: list[Tick]
     x_title_x: str
@@ -127,12 +113,7 @@ def decay_chart(
         f"{last.unretrieved:.3g} if never retrieved."
     )
     return DecayChart(
-        width=_n(CHART_WIDTH),
-        height=_n(CHART_HEIGHT),
-        left=_n(LEFT),
-        right=_n(CHART_WIDTH - RIGHT),
-        top=_n(TOP),
-        bottom=_n(bottom),
+        **plot_frame(size=(CHART_WIDTH, CHART_HEIGHT), margins=(LEFT, RIGHT, TOP, BOTTOM)),
         x_ticks=x_ticks,
         y_ticks=y_ticks,
         x_title_x=_n(LEFT + plot_width / 2),

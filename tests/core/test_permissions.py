@@ -223,6 +223,8 @@ PAGE_PROBES: dict[str, Probe] = {
         "POST", f"/ontology/proposals/{UNKNOWN_UUID}/reject", 404, {"note": "no"}
     ),
     "GET /events": Probe("GET", "/events", 200),
+    "GET /": Probe("GET", "/", 200),
+    "GET /dashboard/<panel>": Probe("GET", "/dashboard/tool-calls", 200),
 }
 
 
@@ -549,6 +551,7 @@ def test_the_table_lists_every_page() -> None:
     from apps.arxiv import urls as arxiv_urls
     from apps.connectors import urls as connector_urls
     from apps.core import urls_pages
+    from apps.dashboard import urls as dashboard_urls
     from apps.grounding import knowledge_urls
     from apps.grounding import urls as grounding_urls
     from apps.memory import urls as memory_urls
@@ -566,6 +569,7 @@ def test_the_table_lists_every_page() -> None:
             memory_urls,
             ontology_urls,
             urls_pages,
+            dashboard_urls,
         )
         for pattern in module.urlpatterns
     }
@@ -577,7 +581,7 @@ def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
         "http": (62, 7),
         "mcp": (25, 7),
-        "pages": (31, 15),
+        "pages": (33, 15),
         "api sessions": (27, 15),
     }
 

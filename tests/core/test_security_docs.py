@@ -39,8 +39,8 @@ def test_the_page_shows_every_operation_and_its_cells() -> None:
     for operation in (*security.HTTP_OPERATIONS, *security.MCP_OPERATIONS, *security.PAGE_OPERATIONS):
         assert f"| `{operation.name}` |" in generated
     assert (
-        "62 × 7 over HTTP, 25 × 7 over each MCP transport, 31 × 15 pages and 27 × 15 `/api/` sessions: "
-        "1654 cells." in generated
+        "62 × 7 over HTTP, 25 × 7 over each MCP transport, 33 × 15 pages and 27 × 15 `/api/` sessions: "
+        "1684 cells." in generated
     )
     assert (
         "| `GET /api/verifications/` | `grounding.view_verification` or "

@@ -1,0 +1,377 @@
+"""The home page's dashboard: one read per chart, each over a fixed window ending ``now``.
+
+Reads only: every figure comes from rows the apps already write — connectors and their tools
+(drift from sync), ``UpstreamRequest`` (written by each upstream's gate), ``ToolCall`` (every
+dispatched call), fact runs, arXiv search runs and verifications. Nothing is sampled or estimated.
+Each selector runs a fixed number of queries whatever the data (tests pin the counts; the bench
+``python -m bench dashboard`` times them on 100k tool calls and 10k runs).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import Aggregate, Count, FloatField, Max, Q, Sum
+from django.db.models.functions import TruncDate, TruncHour
+from django.utils import timezone
+
+from apps.arxiv.models import SearchRun
+from apps.connectors.models import Connector, DriftState, ToolCall, ToolCallStatus
+from apps.core.models import RunStatus, UpstreamOutcome, UpstreamRequest
+from apps.grounding.models import Verdict, Verification
+from apps.wikidata.models import FactRun
+
+BUDGET_WINDOW = timedelta(hours=1)
+TOOL_CALL_HOURS = 24
+ERROR_WINDOW = timedelta(hours=24)
+DAYS = 14
+
+
+class Percentiles(Aggregate):
+    """Postgres' ``percentile_cont(ARRAY[…]) WITHIN GROUP (ORDER BY expression)``: several exact
+    percentiles from one sort of the group."""
+
+    function = "PERCENTILE_CONT"
+    template = "%(function)s(ARRAY[%(fractions)s]::float8[]) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = ArrayField(FloatField())
+
+    def __init__(self, expression: str, *, fractions: tuple[float, ...]) -> None:
+        super().__init__(expression, fractions=", ".join(str(float(f)) for f in fractions))
+
+
+def _now(now: datetime | None) -> datetime:
+    return now if now is not None else timezone.now()
+
+
+# --- Connectors and their health ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConnectorHealth:
+    slug: str
+    name: str
+    transport: str
+    enabled: bool
+    last_synced_at: datetime | None
+    last_sync_error: str
+    in_sync: int
+    schema_changed: int
+    missing_upstream: int
+    unsynced: int
+    undeclared: int  # found upstream at the last sync, not declared
+
+    @property
+    def drifted(self) -> int:
+        return self.schema_changed + self.missing_upstream
+
+    @property
+    def tools(self) -> int:
+        return self.in_sync + self.drifted + self.unsynced
+
+
+def connector_health() -> list[ConnectorHealth]:
+    """Every connector with its last sync and its tools counted by drift state (one query)."""
+
+    def tools_in(state: str) -> Count:
+        return Count("tools", filter=Q(tools__drift=state))
+
+    rows = Connector.objects.annotate(
+        in_sync=tools_in(DriftState.IN_SYNC),
+        schema_changed=tools_in(DriftState.SCHEMA_CHANGED),
+        missing_upstream=tools_in(DriftState.MISSING_UPSTREAM),
+        unsynced=tools_in(DriftState.UNSYNCED),
+    ).order_by("position", "slug")
+    return [
+        ConnectorHealth(
+            slug=row.slug,
+            name=row.name,
+            transport=row.get_transport_display(),
+            enabled=row.enabled,
+            last_synced_at=row.last_synced_at,
+            last_sync_error=row.last_sync_error,
+            in_sync=row.in_sync,
+            schema_changed=row.schema_changed,
+            missing_upstream=row.missing_upstream,
+            unsynced=row.unsynced,
+            undeclared=len(row.undeclared_upstream_tools),
+        )
+        for row in rows
+    ]
+
+
+# --- Upstream budget use ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpstreamBudget:
+    upstream: str
+    sent: int  # requests that reached the upstream (our limiter's refusals excluded)
+    budget_per_hour: float | None  # None: the upstream has no shared limit
+    waits: int  # requests the shared limiter made wait for their slot
+    waited_seconds: float
+    throttled: int  # HTTP 429 from the upstream
+    refused: int  # refused by our limiter: the wait would have passed the caller's deadline
+    failed: int
+
+    @property
+    def share(self) -> float | None:
+        """The hour's requests as a share of the budget (1.0: all of it)."""
+        return self.sent / self.budget_per_hour if self.budget_per_hour else None
+
+
+def upstream_budget(*, now: datetime | None = None) -> list[UpstreamBudget]:
+    """Each upstream that saw requests in the last hour: requests sent against the hourly budget in
+    force (the largest recorded in the hour), waits, 429s, refusals and failures (one query)."""
+    since = _now(now) - BUDGET_WINDOW
+    rows = (
+        UpstreamRequest.objects.filter(created_at__gt=since, created_at__lte=_now(now))
+        .values("upstream")
+        .annotate(
+            sent=Count("id", filter=~Q(outcome=UpstreamOutcome.REFUSED)),
+            waits=Count("id", filter=Q(waited_ms__gt=0)),
+            waited_ms=Sum("waited_ms"),
+            throttled=Count("id", filter=Q(outcome=UpstreamOutcome.THROTTLED)),
+            refused=Count("id", filter=Q(outcome=UpstreamOutcome.REFUSED)),
+            failed=Count("id", filter=Q(outcome=UpstreamOutcome.FAILED)),
+            budget=Max("budget_per_hour"),
+        )
+        .order_by("upstream")
+    )
+    return [
+        UpstreamBudget(
+            upstream=row["upstream"],
+            sent=row["sent"],
+            budget_per_hour=row["budget"],
+            waits=row["waits"],
+            waited_seconds=round((row["waited_ms"] or 0.0) / 1000, 1),
+            throttled=row["throttled"],
+            refused=row["refused"],
+            failed=row["failed"],
+        )
+        for row in rows
+    ]
+
+
+# --- Tool calls ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HourCalls:
+    hour: datetime
+    ok: int
+    failed: int
+
+    @property
+    def calls(self) -> int:
+        return self.ok + self.failed
+
+
+@dataclass(frozen=True)
+class ToolLatency:
+    tool: str
+    connector: str
+    calls: int
+    failed: int
+    p50_ms: float
+    p95_ms: float
+
+
+@dataclass(frozen=True)
+class ToolCallActivity:
+    hours: list[HourCalls]  # oldest first, every hour of the window, empty ones included
+    tools: list[ToolLatency]  # most called first
+
+
+def tool_call_activity(*, now: datetime | None = None) -> ToolCallActivity:
+    """Calls per hour over the last 24 hours (OK and not), and per tool its calls with p50/p95
+    latency over the same window (two queries)."""
+    end = _now(now)
+    current_hour = end.replace(minute=0, second=0, microsecond=0)
+    first_hour = current_hour - timedelta(hours=TOOL_CALL_HOURS - 1)
+    recent = ToolCall.objects.filter(created_at__gte=first_hour, created_at__lte=end)
+    failed = ~Q(status=ToolCallStatus.OK)
+    per_hour = {
+        row["hour"]: row
+        for row in recent.annotate(hour=TruncHour("created_at"))
+        .values("hour")
+        .annotate(calls=Count("id"), failed=Count("id", filter=failed))
+    }
+    hours = []
+    for offset in range(TOOL_CALL_HOURS):
+        hour = first_hour + timedelta(hours=offset)
+        row = per_hour.get(hour, {"calls": 0, "failed": 0})
+        hours.append(HourCalls(hour=hour, ok=row["calls"] - row["failed"], failed=row["failed"]))
+    tools = [
+        ToolLatency(
+            tool=row["tool_name"],
+            connector=row["connector_slug"],
+            calls=row["calls"],
+            failed=row["failed"],
+            p50_ms=round(row["latency"][0], 1),
+            p95_ms=round(row["latency"][1], 1),
+        )
+        for row in recent.values("tool_name", "connector_slug")
+        .annotate(
+            calls=Count("id"),
+            failed=Count("id", filter=failed),
+            latency=Percentiles("duration_ms", fractions=(0.5, 0.95)),
+        )
+        .order_by("-calls", "tool_name")
+    ]
+    return ToolCallActivity(hours=hours, tools=tools)
+
+
+# --- Fact runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DayRuns:
+    day: date
+    succeeded: int  # answered from Wikidata
+    degraded: int  # answered from local knowledge and stored facts: Wikidata failed
+    failed: int
+
+
+@dataclass(frozen=True)
+class FactRunOutcomes:
+    days: list[DayRuns]  # oldest first, every day of the window
+    pending: int  # queued or running now
+
+
+def _days(end: datetime) -> list[date]:
+    today = timezone.localdate(end)
+    return [today - timedelta(days=DAYS - 1 - offset) for offset in range(DAYS)]
+
+
+def _window_start(days: list[date]) -> datetime:
+    return timezone.make_aware(datetime.combine(days[0], datetime.min.time()))
+
+
+def fact_run_outcomes(*, now: datetime | None = None) -> FactRunOutcomes:
+    """Fact runs created on each of the last 14 days by outcome, and how many are pending (one query)."""
+    end = _now(now)
+    days = _days(end)
+    counts: dict[date, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    pending = 0
+    rows = (
+        FactRun.objects.filter(created_at__gte=_window_start(days), created_at__lte=end)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "status", "degraded")
+        .annotate(runs=Count("id"))
+    )
+    for row in rows:
+        if row["status"] == RunStatus.FAILED:
+            counts[row["day"]]["failed"] += row["runs"]
+        elif row["status"] == RunStatus.SUCCEEDED:
+            counts[row["day"]]["degraded" if row["degraded"] else "succeeded"] += row["runs"]
+        else:
+            pending += row["runs"]
+    return FactRunOutcomes(
+        days=[
+            DayRuns(
+                day=day,
+                succeeded=counts[day]["succeeded"],
+                degraded=counts[day]["degraded"],
+                failed=counts[day]["failed"],
+            )
+            for day in days
+        ],
+        pending=pending,
+    )
+
+
+# --- Verdicts and the review queue ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DayVerdicts:
+    day: date
+    supported: int
+    contradicted: int
+    unverified: int
+
+
+@dataclass(frozen=True)
+class VerdictActivity:
+    days: list[DayVerdicts]  # oldest first, every day of the window
+    review_queue: int  # verifications waiting for an operator, of any age
+
+
+def verdict_activity(*, now: datetime | None = None) -> VerdictActivity:
+    """Verifications made on each of the last 14 days by verdict, and the review queue's size (two
+    queries)."""
+    end = _now(now)
+    days = _days(end)
+    counts: dict[date, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    rows = (
+        Verification.objects.filter(created_at__gte=_window_start(days), created_at__lte=end)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "verdict")
+        .annotate(verifications=Count("id"))
+    )
+    for row in rows:
+        counts[row["day"]][row["verdict"]] += row["verifications"]
+    return VerdictActivity(
+        days=[
+            DayVerdicts(
+                day=day,
+                supported=counts[day][Verdict.SUPPORTED],
+                contradicted=counts[day][Verdict.CONTRADICTED],
+                unverified=counts[day][Verdict.UNVERIFIED],
+            )
+            for day in days
+        ],
+        review_queue=Verification.objects.pending_review().count(),
+    )
+
+
+# --- Errors by type -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    source: str  # tool calls, fact runs, arXiv runs
+    type: str
+    count: int
+
+
+def errors_by_type(*, now: datetime | None = None) -> list[ErrorCount]:
+    """Failures of the last 24 hours by where and what: tool calls by status, fact runs (failed or
+    degraded) and arXiv runs (failed or rate limited) by their recorded error type; most first
+    (three queries)."""
+    end = _now(now)
+    since = end - ERROR_WINDOW
+    window = Q(created_at__gt=since, created_at__lte=end)
+    errors = [
+        ErrorCount("tool calls", row["status"], row["count"])
+        for row in ToolCall.objects.filter(window)
+        .exclude(status=ToolCallStatus.OK)
+        .values("status")
+        .annotate(count=Count("id"))
+    ]
+    errors += [
+        ErrorCount(
+            "fact runs", row["error_type"] or ("degraded" if row["degraded"] else "failed"), row["count"]
+        )
+        for row in FactRun.objects.filter(window)
+        .filter(Q(status=RunStatus.FAILED) | Q(degraded=True))
+        .values("error_type", "degraded")
+        .annotate(count=Count("id"))
+    ]
+    errors += [
+        ErrorCount("arXiv runs", row["error_type"] or row["status"], row["count"])
+        for row in SearchRun.objects.filter(window)
+        .exclude(status__in=[RunStatus.SUCCEEDED, RunStatus.QUEUED, RunStatus.RUNNING])
+        .values("error_type", "status")
+        .annotate(count=Count("id"))
+    ]
+    merged: dict[tuple[str, str], int] = defaultdict(int)
+    for error in errors:
+        merged[(error.source, error.type)] += error.count
+    return sorted(
+        (ErrorCount(source, kind, count) for (source, kind), count in merged.items()),
+        key=lambda error: (-error.count, error.source, error.type),
+    )

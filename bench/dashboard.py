@@ -1,0 +1,177 @@
+"""The home dashboard's selectors at scale (issue 16 target: < 50 ms each).
+
+Seeds, inside one transaction that is rolled back at the end: 100,000 tool calls over 20 tools
+spread across the last 30 days, 10,000 fact runs and 10,000 verifications over the last 14 days,
+2,000 arXiv search runs over the last day and 20,000 upstream requests over the last two hours
+(half inside the budget's hour), then ``ANALYZE``. Each selector is timed ``ROUNDS`` times after
+a warm-up. Then the worst case for the two selectors that read tool calls: all 100,000 moved into
+the last 24 hours, so both windows aggregate every row.
+Needs a migrated database (``make run`` once, or ``manage.py migrate``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.arxiv.models import SearchRun
+from apps.connectors.models import ToolCall, ToolCallStatus
+from apps.core.models import RunStatus, UpstreamOutcome, UpstreamRequest
+from apps.dashboard import selectors
+from apps.grounding.models import ReviewStatus, Verdict, Verification
+from apps.wikidata.models import FactRun
+from bench import timed
+
+TOOL_CALLS = int(os.environ.get("BENCH_TOOL_CALLS", "100000"))
+RUNS = int(os.environ.get("BENCH_RUNS", "10000"))
+BATCH = 5000
+WARMUP, ROUNDS = 3, 40
+SEED = 16
+
+
+class _Rollback(Exception):
+    pass
+
+
+def _bulk(model: type, rows: list) -> None:
+    model.objects.bulk_create(rows, batch_size=BATCH)
+
+
+@contextmanager
+def _stamped_as_given(*models: type) -> Iterator[None]:
+    """Let ``bulk_create`` keep the seeded ``created_at`` (``auto_now_add`` would stamp "now"), so
+    rows are inserted once at their time: backdating them with an UPDATE would leave every row twice
+    in the heap for the rest of the transaction and time the bloat instead of the selectors."""
+    fields = [model._meta.get_field("created_at") for model in models]
+    for field in fields:
+        field.auto_now_add = False
+    try:
+        yield
+    finally:
+        for field in fields:
+            field.auto_now_add = True
+
+
+def _ago(rng: random.Random, now: datetime, seconds: float) -> datetime:
+    return now - timedelta(seconds=rng.uniform(0, seconds))
+
+
+def _move_tool_calls_into_the_last_day() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE connectors_toolcall SET created_at = now() - random() * interval '23 hours'")
+
+
+def _seed(rng: random.Random) -> None:
+    now = timezone.now()
+    statuses = [ToolCallStatus.OK] * 17 + [ToolCallStatus.UPSTREAM_ERROR, ToolCallStatus.RATE_LIMITED,
+                                           ToolCallStatus.INVALID_ARGUMENTS]  # fmt: skip
+    _bulk(
+        ToolCall,
+        [
+            ToolCall(
+                tool_name=f"bench.tool{index % 20}",
+                requested_name=f"bench.tool{index % 20}",
+                upstream_name="t",
+                connector_slug=f"bench-{index % 3}",
+                status=rng.choice(statuses),
+                duration_ms=rng.lognormvariate(4.5, 0.8),
+                created_at=_ago(rng, now, 30 * 86400),
+            )
+            for index in range(TOOL_CALLS)
+        ],
+    )
+    outcomes = [(RunStatus.SUCCEEDED, False)] * 8 + [(RunStatus.SUCCEEDED, True), (RunStatus.FAILED, False)]
+    fact_runs = []
+    for _ in range(RUNS):
+        status, degraded = rng.choice(outcomes)
+        fact_runs.append(
+            FactRun(
+                question="bench",
+                status=status,
+                degraded=degraded,
+                error_type="timeout" if degraded else "",
+                created_at=_ago(rng, now, 14 * 86400),
+            )
+        )
+    _bulk(FactRun, fact_runs)
+    _bulk(
+        Verification,
+        [
+            Verification(
+                claim="bench",
+                verdict=rng.choice(list(Verdict)),
+                confidence=0.5,
+                latency_ms=1.0,
+                review_status=rng.choice([ReviewStatus.PENDING, ReviewStatus.NOT_NEEDED]),
+                created_at=_ago(rng, now, 14 * 86400),
+            )
+            for _ in range(RUNS)
+        ],
+    )
+    _bulk(
+        SearchRun,
+        [
+            SearchRun(kind="search", cache_key="bench", parameters={}, arxiv_params=[],
+                      status=rng.choice([RunStatus.SUCCEEDED, RunStatus.FAILED]), error_type="terminal",
+                      created_at=_ago(rng, now, 86400))
+            for _ in range(RUNS // 5)
+        ],
+    )  # fmt: skip
+    _bulk(
+        UpstreamRequest,
+        [
+            UpstreamRequest(
+                upstream=rng.choice(["arxiv", "wikidata-action-api", "wikidata-query-service", "mcp:bench"]),
+                outcome=rng.choice(list(UpstreamOutcome)),
+                waited_ms=rng.choice([0.0, 0.0, 1200.0]),
+                duration_ms=200.0,
+                budget_per_hour=1200.0,
+                created_at=_ago(rng, now, 7200),
+            )
+            for _ in range(RUNS * 2)
+        ],
+    )
+    _analyze("connectors_toolcall", "wikidata_factrun", "grounding_verification", "arxiv_searchrun",
+             "core_upstreamrequest")  # fmt: skip
+
+
+def _analyze(*tables: str) -> None:
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"ANALYZE {table}")
+
+
+def run(report) -> None:
+    rng = random.Random(SEED)
+    try:
+        with transaction.atomic():
+            with _stamped_as_given(ToolCall, FactRun, Verification, SearchRun):
+                _seed(rng)
+            print(f"seeded {TOOL_CALLS} tool calls, {RUNS} fact runs, {RUNS} verifications", flush=True)
+            for name, selector in (
+                ("connector_health", selectors.connector_health),
+                ("upstream_budget", selectors.upstream_budget),
+                ("tool_call_activity", selectors.tool_call_activity),
+                ("fact_run_outcomes", selectors.fact_run_outcomes),
+                ("verdict_activity", selectors.verdict_activity),
+                ("errors_by_type", selectors.errors_by_type),
+            ):
+                timed(selector, WARMUP)
+                report(f"dashboard.{name}", timed(selector, ROUNDS))
+            _move_tool_calls_into_the_last_day()
+            _analyze("connectors_toolcall")
+            for name, selector in (
+                ("tool_call_activity", selectors.tool_call_activity),
+                ("errors_by_type", selectors.errors_by_type),
+            ):
+                timed(selector, WARMUP)
+                report(f"dashboard.{name} (all {TOOL_CALLS} calls in the last 24 h)", timed(selector, ROUNDS))
+            raise _Rollback
+    except _Rollback:
+        pass
