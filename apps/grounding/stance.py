@@ -60,13 +60,16 @@ def _cues(piece: str) -> list[_Cue]:
         )
         for match in pattern.finditer(piece)
     ]
-    # Overlapping cues: the longest wins ("must not be used" over "must", "is not recommended" over "not");
-    # two of the same side that overlap work both ways ("MD5 is fine to use": "is fine", "fine to").
+    # A cue inside a longer one is part of it: the longest wins ("must not be used" over "must", "MUST NOT"
+    # over its "not"); two of the same side that only partly overlap work both ways ("MD5 is fine to use":
+    # "is fine", "fine to").
     found.sort(key=lambda cue: (cue.start, -(cue.end - cue.start)))
     kept: list[_Cue] = []
     for cue in found:
         if kept and cue.start < kept[-1].end:
             last = kept[-1]
+            if cue.end <= last.end:
+                continue
             if cue.side == last.side and cue.forwards != last.forwards:
                 kept[-1] = _Cue(last.start, max(last.end, cue.end), cue.side, True, last.text, backwards=True)
             elif cue.end - cue.start > last.end - last.start:

@@ -99,3 +99,10 @@ def test_taking_the_same_side_is_agreement_whatever_else_the_evidence_recommends
 
 def test_opposite_sides_are_not_agreement() -> None:
     assert not stance_agreement("E10 should be used in diesel cars.", "E10 must not be used in diesel cars.")
+
+
+def test_a_cue_inside_a_longer_one_is_part_of_it() -> None:
+    # "not" inside "MUST NOT" is not a second, forward-reaching negation of what follows.
+    found = stances("Drivers MUST NOT idle the engine, and E5 petrol should be used instead.")
+    assert found["e5"].side == ENDORSE
+    assert found["driver"].side == REJECT
