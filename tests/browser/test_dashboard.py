@@ -8,14 +8,24 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from apps.dashboard import selectors
-from tests.browser.test_memory_pages import HEIGHT, WIDTH, _axe_violations, _screenshot_dir
+from tests.browser.test_memory_pages import HEIGHT, WIDTH, _screenshot_dir
 from tests.dashboard.conftest import NOW, history  # noqa: F401 - the seeded history fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _serious(report: str) -> list[str]:
-    return [line for line in report.splitlines() if "serious" in line.lower() or "critical" in line.lower()]
+def _serious(page) -> list[str]:
+    """axe-core's violations of impact serious or critical, by rule id and the nodes they hit."""
+    axe = pytest.importorskip(
+        "axe_playwright_python.sync_playwright",
+        reason="axe checks need axe-playwright-python (requirements/dev.txt)",
+    )
+    violations = axe.Axe().run(page).response["violations"]
+    return [
+        f"{violation['id']}: {[node['target'] for node in violation['nodes']]}"
+        for violation in violations
+        if violation["impact"] in ("serious", "critical")
+    ]
 
 
 def test_the_dashboard_draws_every_chart(history, live_server, page, monkeypatch) -> None:  # noqa: F811
@@ -30,7 +40,7 @@ def test_the_dashboard_draws_every_chart(history, live_server, page, monkeypatch
 
     page.goto(f"{live_server.url}/")
     assert "grounds AI agents" in page.inner_text("main")
-    assert _serious(_axe_violations(page)) == []
+    assert _serious(page) == []
 
     page.goto(f"{live_server.url}/admin/login/?next=/")
     page.fill("#id_username", "dash-admin")
@@ -58,7 +68,7 @@ def test_the_dashboard_draws_every_chart(history, live_server, page, monkeypatch
     page.wait_for_function("!document.querySelector('#panel-verdicts').hasAttribute('data-old')")
     assert page.locator("#panel-verdicts svg rect").count() >= 3
 
-    assert _serious(_axe_violations(page)) == []
+    assert _serious(page) == []
     page.screenshot(path=str(_screenshot_dir() / "dashboard.png"), full_page=True)
     assert [url for url in requests if not url.startswith(live_server.url)] == []
     assert errors == [], errors
