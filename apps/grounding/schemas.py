@@ -18,6 +18,17 @@ class VerifyIn(StrictSchema):
     )
 
 
+class JudgeOut(Schema):
+    """Who decided the verdict and on what (docs/grounding.md)."""
+
+    name: Literal["local", "nli", "llm"] = Field(..., description="The judge that decided.")
+    basis: str = Field(..., description="What the verdict rests on, as the calibration counts it.")
+    restsOn: str = Field(..., description="The evidence sentence or signal the verdict rests on.")
+    confidenceNote: str = Field(..., description="Why the confidence is not higher.")
+    note: str | None = Field(None, description="A model judge that failed or was skipped, and who decided.")
+    latencyMs: float | None = Field(None, description="The model judge's own time.")
+
+
 class VerificationOut(Schema):
     claim: str
     verified: bool
@@ -30,6 +41,7 @@ class VerificationOut(Schema):
     signals: list[dict[str, str]] | None = None
     wikidata: list[dict[str, Any]] | None = Field(None, description="Wikidata statements cited.")
     verificationId: int
+    judge: JudgeOut
 
 
 class GroundIn(StrictSchema):

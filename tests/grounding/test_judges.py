@@ -222,3 +222,15 @@ def test_the_verification_page_shows_who_decided_and_why(pack: None, tei: Replay
     text = page.content.decode()
     assert "Who decided" in text and "nli" in text and "Why not more confident" in text
     assert Verification.objects.filter(judge="nli").count() == 1
+
+
+def test_the_api_says_who_decided(pack: None) -> None:  # noqa: F811
+    from apps.core.services import api_token_create
+
+    _, raw = api_token_create(name="judge-reader", scopes=["verify"])
+    response = Client(headers={"Authorization": f"Bearer {raw}"}).post(
+        "/v1/knowledge/verify", {"claim": MD5_CLAIM}, content_type="application/json"
+    )
+    assert response.status_code == 200
+    judge = response.json()["judge"]
+    assert judge["name"] == "local" and judge["basis"] and judge["restsOn"] and judge["confidenceNote"]
