@@ -254,6 +254,8 @@ CELERY_REDIS_SOCKET_TIMEOUT = REDIS_SOCKET_TIMEOUT
 CORTEX_RUN_HEARTBEAT_SECONDS = env.float("CORTEX_RUN_HEARTBEAT_SECONDS", default=5.0)
 CORTEX_RUN_STALE_SECONDS = env.float("CORTEX_RUN_STALE_SECONDS", default=30.0)
 CORTEX_RUN_SWEEP_SECONDS = env.float("CORTEX_RUN_SWEEP_SECONDS", default=15.0)
+# How long the record of each upstream request (the dashboard's budget panel) is kept; pruned hourly.
+CORTEX_UPSTREAM_REQUEST_DAYS = env.int("CORTEX_UPSTREAM_REQUEST_DAYS", default=30)
 CORTEX_RUN_MAX_EXECUTIONS = env.int("CORTEX_RUN_MAX_EXECUTIONS", default=3)
 CORTEX_RUN_REDELIVER_SECONDS = env.float("CORTEX_RUN_REDELIVER_SECONDS", default=300.0)
 # Memory lifecycle (decay of memories not retrieved, promotion, expiry): one cycle per interval.
@@ -262,6 +264,7 @@ MEMORY_LIFECYCLE_SECONDS = env.int("MEMORY_LIFECYCLE_SECONDS", default=3600)
 CELERY_BEAT_SCHEDULE = {
     "runs-sweep": {"task": "core.runs_sweep", "schedule": CORTEX_RUN_SWEEP_SECONDS},
     "memory-lifecycle": {"task": "memory.lifecycle", "schedule": float(MEMORY_LIFECYCLE_SECONDS)},
+    "upstream-requests-prune": {"task": "core.upstream_requests_prune", "schedule": 3600.0},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

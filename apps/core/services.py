@@ -322,3 +322,25 @@ def upstream_request_recorded(
                 )
         except DatabaseError as error:
             logger.warning("upstream_request.not_recorded", upstream=upstream, error=str(error))
+
+
+#: Rows deleted per statement when pruning, so one prune never holds a long lock on the table.
+PRUNE_BATCH = 10_000
+
+
+def upstream_requests_prune(*, now: datetime | None = None) -> int:
+    """Delete the upstream request records older than ``CORTEX_UPSTREAM_REQUEST_DAYS`` (the dashboard
+    reads the last hour and day; the table would otherwise grow with every request), in batches;
+    returns how many were deleted. Run hourly by Celery beat."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.CORTEX_UPSTREAM_REQUEST_DAYS)
+    deleted = 0
+    while True:
+        batch = list(
+            UpstreamRequest.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[:PRUNE_BATCH]
+        )
+        if not batch:
+            break
+        deleted += UpstreamRequest.objects.filter(pk__in=batch).delete()[0]
+    if deleted:
+        logger.info("upstream_requests.pruned", deleted=deleted, before=cutoff.isoformat())
+    return deleted

@@ -48,3 +48,26 @@ def test_the_outcome_follows_how_the_request_ended(error, outcome, status) -> No
 def test_a_limiter_says_its_hourly_budget() -> None:
     assert RateLimiter("x", interval=3.0).per_hour == 1200.0
     assert RateLimiter("x", interval=60.0 / 20, burst=20).per_hour == 1219.0
+
+
+def test_records_older_than_the_retention_are_pruned_in_batches(settings, monkeypatch) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.core import services
+    from apps.core.tasks import upstream_requests_prune_task
+
+    settings.CORTEX_UPSTREAM_REQUEST_DAYS = 30
+    monkeypatch.setattr(services, "PRUNE_BATCH", 2)  # several batches out of five old rows
+    now = timezone.now()
+    ages = [31, 31, 40, 60, 365, 29, 1]
+    UpstreamRequest.objects.bulk_create(
+        UpstreamRequest(upstream="u", outcome="ok", duration_ms=1.0, created_at=now - timedelta(days=days))
+        for days in ages
+    )
+    assert services.upstream_requests_prune(now=now) == 5
+    kept = sorted((now - row.created_at).days for row in UpstreamRequest.objects.all())
+    assert kept == [1, 29]
+    upstream_requests_prune_task()  # what beat runs: nothing more to delete
+    assert UpstreamRequest.objects.count() == 2
