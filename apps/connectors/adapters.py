@@ -80,6 +80,11 @@ def adapter_for(tool_name: str) -> Adapter | None:
     return _adapters.get(tool_name)
 
 
+def adapter_input_model(tool_name: str) -> type[BaseModel] | None:
+    """The model the tool's adapter was registered with (to register it again as it was)."""
+    return _input_models.get(tool_name)
+
+
 def adapter_get(tool_name: str) -> Adapter:
     """The tool's adapter, or a 501 naming the tool."""
     adapter = _adapters.get(tool_name)

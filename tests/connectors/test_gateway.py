@@ -388,11 +388,12 @@ def test_bearer_and_api_key_auth_come_from_the_environment(wikidata_mcp, monkeyp
 def arxiv_adapter_slot():
     """Frees ``arxiv.search`` for the test and puts back whatever adapter the app registered."""
     registered = adapters.adapter_for("arxiv.search")
+    model = adapters.adapter_input_model("arxiv.search")
     adapters.unregister_adapter("arxiv.search")
     yield
     adapters.unregister_adapter("arxiv.search")
     if registered is not None:
-        adapters.register_adapter("arxiv.search")(registered)
+        adapters.register_adapter("arxiv.search", input_model=model)(registered)
 
 
 def test_native_tool_without_adapter_is_a_501(wikidata_mcp, write_client, arxiv_adapter_slot) -> None:

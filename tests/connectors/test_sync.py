@@ -190,6 +190,7 @@ def test_connection_test_for_mcp_and_native_connectors(wikidata_mcp) -> None:
     assert isinstance(result["latencyMs"], float)
 
     registered = adapters.adapter_for("arxiv.search")  # the arXiv app may have registered one
+    model = adapters.adapter_input_model("arxiv.search")
     adapters.unregister_adapter("arxiv.search")
     try:
         assert connector_test_connection(slug="arxiv") == {
@@ -203,7 +204,7 @@ def test_connection_test_for_mcp_and_native_connectors(wikidata_mcp) -> None:
     finally:
         adapters.unregister_adapter("arxiv.search")
         if registered is not None:
-            adapters.register_adapter("arxiv.search")(registered)
+            adapters.register_adapter("arxiv.search", input_model=model)(registered)
 
     wikidata_mcp.fail_status = 503
     failed = connector_test_connection(slug="wikidata")

@@ -105,7 +105,9 @@ def test_settings_bound_every_redis_client_and_postgres(settings) -> None:
     assert (app.conf.redis_socket_timeout, app.conf.redis_socket_connect_timeout) == (5.0, 2.0)
     options = connection.settings_dict["OPTIONS"]
     assert options["connect_timeout"] == 5
-    assert options["options"] == "-c statement_timeout=30000"
+    assert options["options"] == (
+        "-c statement_timeout=30000 -c hnsw.iterative_scan=strict_order -c hnsw.ef_search=100"
+    )
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone() == ("30s",)
