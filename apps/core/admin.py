@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from apps.core.errors import ValidationFailed
 from apps.core.models import ApiToken, Event, TokenScope
@@ -41,12 +42,23 @@ class ApiTokenCreationForm(forms.ModelForm):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "prefix", "scopes", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_display = [
+        "name", "prefix", "scopes", "state", "created_at", "expires_at", "last_used_at", "revoked_at"
+    ]  # fmt: skip
     list_filter = ["revoked_at", "expires_at"]
     search_fields = ["name", "prefix"]
     list_select_related = ["created_by"]
     readonly_fields = ["prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
     actions = ["revoke_tokens", "rotate_tokens"]
+
+    @admin.display(description="state")
+    def state(self, token: ApiToken) -> str:
+        """Active, or why not — a warning, not a quiet date in a column at the right edge."""
+        if token.is_active:
+            return format_html('<span class="flag-quiet">{}</span>', "active")
+        return format_html(
+            '<span class="flag-warning">{}</span>', "revoked" if token.revoked_at is not None else "expired"
+        )
 
     def get_form(
         self, request: HttpRequest, obj: ApiToken | None = None, **kwargs: Any

@@ -140,6 +140,11 @@ def test_admin_creates_a_token_and_shows_it_once(admin_client: Client) -> None:
     )
     assert response.status_code == 200
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+    # The changelist says so as a warning, beside an active token's quiet state.
+    api_token_create(name="still-good", scopes=["read"])
+    page = admin_client.get("/admin/core/apitoken/").content.decode()
+    assert '<span class="flag-warning">revoked</span>' in page
+    assert '<span class="flag-quiet">active</span>' in page
 
 
 def test_admin_refuses_a_past_expiry_on_the_field_not_with_a_500(admin_client: Client) -> None:

@@ -176,15 +176,18 @@ def test_a_class_page_lists_the_knowledge_entries_about_it_and_entries_link_back
     items = [" ".join(item.split()) for item in section.split("<li>")[1:]]
     sec013, sec021 = _pack_entries("SEC-013", "SEC-021")
     assert items[0] == (
-        f'<code>SEC-013</code> {sec013["topic"]} — <a href="{sec013["url"]}" rel="noopener noreferrer">'
-        f'{sec013["source"]}</a> <span class="tag">security</span> </li>'
+        f'<a href="/knowledge/SEC-013"><code>SEC-013</code></a> {sec013["topic"]} — '
+        f'<a href="{sec013["url"]}" rel="noopener noreferrer">{sec013["source"]}</a> '
+        '<span class="tag">security</span> </li>'
     )
     assert items[1] == (  # a URL that is not http(s) is no link
-        f'<code>SEC-021</code> {sec021["topic"]} — {sec021["source"]} <span class="tag">security</span> </li>'
+        f'<a href="/knowledge/SEC-021"><code>SEC-021</code></a> {sec021["topic"]} — {sec021["source"]} '
+        '<span class="tag">security</span> </li>'
     )
-    assert [item.split("</code>")[0] for item in items] == [
-        "<code>SEC-013", "<code>SEC-021", "<code>SEC-027", "<code>TECH-038"
+    assert [item.split("</code>")[0].split("<code>")[1] for item in items] == [
+        "SEC-013", "SEC-021", "SEC-027", "TECH-038"
     ]  # fmt: skip
+    assert items[3].startswith("<code>TECH-038</code>")  # not loaded: no page to link to
     assert items[3].endswith('<span class="empty">not in the loaded knowledge packs</span> </li>')
     # The entry's side: the classes whose notes name it, linked, in the knowledge admin.
     admin = Client()
