@@ -22,16 +22,24 @@ from apps.core.links import (
     wikidata_entity_url,
     wikidata_statement_url,
 )
+from apps.knowledge.models import ENTRY_ID_PATTERN
 
 register = template.Library()
 
 WIKIDATA_SOURCE_PREFIX = "wikidata:"  # grounding's sources: ``wikidata:<statement GUID>``
-_ENTRY_ID_RE = re.compile(r"^[A-Z]+-\d{3}$")
+_ENTRY_ID_RE = re.compile(ENTRY_ID_PATTERN)
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
 def _code(value: Any) -> SafeString:
     return format_html("<code>{}</code>", "" if value is None else value)
+
+
+def _code_link(url: str, text: str, *, external: bool = False) -> SafeString:
+    """``text`` as code, linked to ``url`` (another site's pages get ``rel="noopener noreferrer"``)."""
+    if external:
+        return format_html('<a href="{}" rel="noopener noreferrer"><code>{}</code></a>', url, text)
+    return format_html('<a href="{}"><code>{}</code></a>', url, text)
 
 
 @register.filter
@@ -45,8 +53,7 @@ def entry_link(entry_id: Any) -> SafeString:
         return statement_link(text[len(WIKIDATA_SOURCE_PREFIX) :])
     if not _ENTRY_ID_RE.match(text):
         return _code(text)
-    url = reverse("knowledge:entry_detail", args=[text])
-    return format_html('<a href="{}"><code>{}</code></a>', url, text)
+    return _code_link(reverse("knowledge:entry_detail", args=[text]), text)
 
 
 @register.filter
@@ -55,8 +62,7 @@ def run_link(run_id: Any) -> SafeString:
     text = str(run_id or "")
     if not _UUID_RE.match(text):
         return _code(text)
-    url = reverse("wikidata:run_detail", args=[text])
-    return format_html('<a href="{}"><code>{}</code></a>', url, text)
+    return _code_link(reverse("wikidata:run_detail", args=[text]), text)
 
 
 @register.filter
@@ -66,9 +72,7 @@ def wikidata_link(entity_id: Any) -> SafeString:
     url = wikidata_entity_url(text)
     if not url:
         return _code(text)
-    return format_html(
-        '<a href="{}" rel="noopener noreferrer"><code>{}</code></a>', url, text
-    )
+    return _code_link(url, text, external=True)
 
 
 @register.filter
@@ -78,9 +82,7 @@ def statement_link(claim_guid: Any) -> SafeString:
     url = wikidata_statement_url(text)
     if not url:
         return _code(text)
-    return format_html(
-        '<a href="{}" rel="noopener noreferrer"><code>{}</code></a>', url, text
-    )
+    return _code_link(url, text, external=True)
 
 
 @register.inclusion_tag("core/partials/_confidence_bar.html")
