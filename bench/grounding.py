@@ -158,7 +158,9 @@ def run(report) -> None:
         _print_figures(name, figures)
         report(f"{name}.verify_per_claim", figures.timings)
     report("grounding.verify_per_claim_warm", warm)
-    report("grounding.model_judge_overhead", _model_judge_overhead(sets["grounding"]))
+    overheads = _model_judge_overhead(sets["grounding"])
+    if overheads:
+        report("grounding.model_judge_overhead", overheads)
 
 
 class _InstantNli(BaseHTTPRequestHandler):
@@ -199,4 +201,4 @@ def _model_judge_overhead(claims: list[dict]) -> list[float]:
     finally:
         server.shutdown()
     print(f"grounding.model_judge_decided: {len(overheads)} of {len(claims)} claims (others: no evidence)")
-    return overheads or [float("nan")] * 2
+    return overheads
