@@ -5,7 +5,9 @@ ASGI server (uvicorn), one Celery worker and Celery beat, with their output
 interleaved and prefixed. A crashed worker or beat is restarted with backoff
 (the web server's exit stops everything). SIGINT/SIGTERM stops the children, then
 releases this process's lease on the embedded Postgres and Redis, which stops them
-when nothing else uses them, and says on its last line what stopped.
+when nothing else uses them, and says on its last line what stopped. A closed terminal
+(SIGHUP, or the controlling terminal gone) stops everything the same way, unless
+started under nohup.
 
 One format on stdout: on a terminal, readable lines prefixed with the process
 (``web   | 06:08:26 info    …``); otherwise JSON objects, one a line, each with
@@ -108,8 +110,15 @@ class Command(BaseCommand):
         self._own_logs_here()
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
-        # A closed terminal: stop as on Ctrl-C (the default would exit at once, leaving the servers).
-        signal.signal(signal.SIGHUP, self._request_stop)
+        # A closed terminal: stop as on Ctrl-C (the default would exit at once, leaving the servers),
+        # unless started under nohup, which asks to outlive the terminal.
+        self._watch_terminal = False
+        if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, self._request_stop)
+            # The kernel sends SIGHUP only to the terminal's session leader. When that is `make`
+            # (a terminal window, `ssh -t` or an IDE running `make run` itself), make waits for
+            # this process to stop and this process never hears of it: so notice the loss.
+            self._watch_terminal = _has_controlling_terminal()
         exit_code = 1
         try:
             self._prepare()
@@ -261,6 +270,9 @@ class Command(BaseCommand):
                 else:
                     self._say(f"{name} exited with code {code}; stopping everything")
                     return code or 1
+            if self._watch_terminal and not _has_controlling_terminal():
+                self._say("the terminal was closed; stopping")
+                break
             if not announced:
                 if _ready(base_url):
                     announced = True
@@ -435,6 +447,17 @@ def _process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def _has_controlling_terminal() -> bool:
+    """Whether this process has a controlling terminal; a hung-up terminal (its window closed)
+    is taken away from every process of its session, so /dev/tty no longer opens."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
     return True
 
 
