@@ -15,14 +15,14 @@ for the whole run:
 
 - ``raw_hnsw``: ``SELECT id … ORDER BY embedding <=> %s LIMIT 10``, the precomputed question vector;
 - ``candidates_sql``: the SQL ``memory_ask`` sends for its candidates (scope filter, 50 rows, every
-  column, the token joined), executed with a cursor: what the ORM and the scoring add is the rest;
+  column but the embedding), executed with a cursor: what Python and the scoring add is the rest;
 - ``memory_ask`` and ``ask_result`` (``memory_ask`` + the extractive answer + reinforcement: what
   REST and MCP run), each with the question's embedding precomputed (patched in, as the raw query gets
   it) and with the real model call (``embed_text``, not cached).
 
-Then where ``ask_result``'s time goes, step by step (settings reads, the candidate query with the
-rows made into models, scoring, the answer, reinforcement), and EXPLAIN ANALYZE of the raw query, of
-ask's candidate query and of one reinforcement UPDATE.
+Then where ``ask_result``'s time goes, step by step (settings reads, the candidate query, scoring,
+the answer, reinforcement; "other" holds the winners made into models), and EXPLAIN ANALYZE of the
+raw query, of ask's candidate query and of one reinforcement UPDATE.
 Everything runs in one transaction that is rolled back; the answer's sentence embeddings are cached
 under the bench's own Redis keys, deleted at the end. Needs a migrated database (``make run`` once).
 """
@@ -44,7 +44,7 @@ import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
-from pgvector.django import CosineDistance
+from pgvector import Vector
 
 import apps.embeddings.services as embedding_services
 from apps.core.redis import get_redis
@@ -289,16 +289,26 @@ def _precomputed(vectors: dict[str, np.ndarray]) -> Iterator[None]:
 
 
 def _candidates(scope: Scope, vector: np.ndarray):
-    """The queryset ``memory_ask`` evaluates for its candidates (``selectors.memories_rank``)."""
-    return (
-        selectors.visible_memories(scope=scope, domain=None)
-        .live()
-        .current()
-        .select_related("token")
-        .defer("embedding")
-        .annotate(distance=CosineDistance("embedding", vector))
-        .order_by("distance")[: selectors.MIN_CANDIDATES]
+    """The queryset behind ``memory_ask``'s candidate query (a question with no domain, type, agent or
+    session: the bench's shape), with its values; ``memory_ask`` runs it as a compiled template."""
+    shape = selectors._AskShape(
+        agent=False,
+        session=False,
+        domain=False,
+        memory_type=False,
+        include_superseded=False,
+        candidates=selectors.MIN_CANDIDATES,
     )
+    values = {
+        "token_id": scope.token.pk,
+        "agent": "",
+        "session": "",
+        "domain": "",
+        "memory_type": "",
+        "now": timezone.now(),
+        "vector": Vector(vector).to_text(),
+    }
+    return selectors._ask_candidates(shape=shape, **values)
 
 
 def _vector_text(vector: np.ndarray) -> str:
@@ -406,7 +416,7 @@ def _steps_timed(durations: dict[str, float]) -> Iterator[None]:
         started = time.perf_counter()
         with original_scan():
             yield
-        durations["candidates(query + models)"] = time.perf_counter() - started
+        durations["candidates(query)"] = time.perf_counter() - started
 
     original_scan = selectors.hnsw_filtered_scan
     settings_current = MemorySettings.__dict__["current"]
@@ -494,7 +504,7 @@ def _explain(scope: Scope, question: str) -> None:
         )
         plans = {"raw_hnsw": "\n".join(row[0] for row in cursor.fetchall())}
     plans["ask candidates"] = _candidates(scope, vector).explain(analyze=True, buffers=True)
-    top = list(_candidates(scope, vector).values_list("id", flat=True)[:10])
+    top = [row[0] for row in _candidates(scope, vector)[:10]]
     with connection.cursor() as cursor:
         # What memories_reinforce sends for ask's 10 results (as an UPDATE with F() expressions).
         cursor.execute(

@@ -11,6 +11,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from apps.core.singletons import SingletonCache
 from apps.knowledge.models import KnowledgeDomain, KnowledgeSource
 
 DEFAULT_TRIGGER_PATTERNS = ["should be", "must be", "is required", "according to", "best practice"]
@@ -66,8 +67,11 @@ class GroundingSettings(models.Model):
 
     @classmethod
     def current(cls) -> GroundingSettings:
-        settings_row, _ = cls.objects.get_or_create(pk=1)
-        return settings_row
+        """The row in force (created with the defaults when missing), kept per process until it changes."""
+        return _grounding_settings_cache.current()
+
+
+_grounding_settings_cache = SingletonCache(GroundingSettings)
 
 
 class GroundingAgent(models.Model):

@@ -10,6 +10,7 @@ The ranking weights and the lifecycle constants are one ``MemorySettings`` row, 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
@@ -18,6 +19,7 @@ from django.db import models
 from django.utils import timezone
 
 from apps.core.models import ApiToken
+from apps.core.singletons import SingletonCache
 from apps.embeddings.fields import EmbeddingField, hnsw_cosine_index
 
 SCOPE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,99}$"
@@ -36,9 +38,9 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         """Memories still valid: not superseded (``valid_until`` unset)."""
         return self.filter(valid_until__isnull=True)
 
-    def live(self) -> MemoryQuerySet:
-        """Memories not past their TTL (the lifecycle deletes those, unless pinned)."""
-        unexpired = models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=timezone.now())
+    def live(self, now: datetime | None = None) -> MemoryQuerySet:
+        """Memories not past their TTL at ``now`` (the lifecycle deletes those, unless pinned)."""
+        unexpired = models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now or timezone.now())
         return self.filter(unexpired | models.Q(pinned=True))
 
 
@@ -192,8 +194,8 @@ class MemorySettings(models.Model):
 
     @classmethod
     def current(cls) -> MemorySettings:
-        row, _ = cls.objects.get_or_create(pk=1)
-        return row
+        """The row in force (created with the defaults when missing), kept per process until it changes."""
+        return _memory_settings_cache.current()
 
     @property
     def weights(self) -> dict[str, float]:
@@ -208,3 +210,6 @@ class MemorySettings(models.Model):
         total = sum(self.weights.values())
         if abs(total - 1.0) > 1e-6:
             raise ValidationError(f"The four weights must sum to 1; they sum to {total:.4f}.")
+
+
+_memory_settings_cache = SingletonCache(MemorySettings)

@@ -21,16 +21,18 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, Value
 from django.utils import timezone
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.models import ApiToken
+from apps.core.query_templates import QueryTemplate
 from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text
 from apps.memory.models import Memory, MemoryAccess, MemoryQuerySet, MemorySettings
-from apps.memory.services import Scope
+from apps.memory.services import Scope, scope_condition
 from apps.memory.text import concepts_extract
 
 COMPONENTS = ("domain", "temporal", "semantic", "frequency")
@@ -109,10 +111,16 @@ def temporal_component(decay_factor: float, age_days: float, config: MemorySetti
 
 def visible_memories(*, scope: Scope, domain: str | None) -> MemoryQuerySet:
     """What ``scope`` may read: its own memories, plus those an operator shared in ``domain``."""
-    condition = scope.own()
+    return Memory.objects.filter(
+        visible_condition(token_id=scope.token.pk, agent=scope.agent, session=scope.session, domain=domain)
+    )
+
+
+def visible_condition(*, token_id: int, agent: str, session: str, domain: str | None) -> Q:
+    condition = scope_condition(token_id=token_id, agent=agent, session=session)
     if domain:
         condition |= Q(shared=True, domain=domain)
-    return Memory.objects.filter(condition)
+    return condition
 
 
 def memory_ask(
@@ -146,21 +154,93 @@ def memory_ask(
     if not 0.0 <= threshold <= 1.0:
         raise ValidationFailed("threshold must be 0 to 1.", details={"field": "threshold"})
     chosen_weights = weights_check(weights, config)
-    memories = visible_memories(scope=scope, domain=domain).live()
-    if not include_superseded:
-        memories = memories.current()
-    if memory_type:
-        memories = memories.filter(type=memory_type)
-    return memories_rank(
-        memories=memories,
+    vector = embed_text(text=text) if vector is None else vector
+    shape = _AskShape(
+        agent=bool(scope.agent),
+        session=bool(scope.session),
+        domain=bool(domain),
+        memory_type=bool(memory_type),
+        include_superseded=include_superseded,
+        candidates=_candidate_count(limit),
+    )
+    now = timezone.now()
+    with hnsw_filtered_scan():
+        rows = _ASK_CANDIDATES.rows(
+            shape=shape,
+            values={
+                "token_id": scope.token.pk,
+                "agent": scope.agent,
+                "session": scope.session,
+                "domain": domain or "",
+                "memory_type": memory_type or "",
+                "now": now,
+                "vector": Vector(vector).to_text(),
+            },
+        )
+    return _rows_ranked(
+        rows,
         question=text,
         domain=domain,
         limit=limit,
         threshold=threshold,
         weights=chosen_weights,
         config=config,
-        vector=vector,
+        now=now,
     )
+
+
+@dataclass(frozen=True)
+class _AskShape:
+    """What changes the SQL of ask's candidate query (its values do not)."""
+
+    agent: bool
+    session: bool
+    domain: bool
+    memory_type: bool
+    include_superseded: bool
+    candidates: int
+
+
+def _ask_candidates(
+    *,
+    shape: _AskShape,
+    token_id: int,
+    agent: str,
+    session: str,
+    domain: str,
+    memory_type: str,
+    now: datetime,
+    vector: str,
+) -> QuerySet[Memory, tuple[Any, ...]]:
+    """ask's candidates: the nearest visible memories by embedding, as rows (``_ROW_FIELDS`` and the
+    distance). Compiled once per shape (``_ASK_CANDIDATES``)."""
+    memories = Memory.objects.filter(
+        visible_condition(
+            token_id=token_id,
+            agent=agent if shape.agent else "",
+            session=session if shape.session else "",
+            domain=domain if shape.domain else None,
+        )
+    ).live(now)
+    if not shape.include_superseded:
+        memories = memories.current()
+    if shape.memory_type:
+        memories = memories.filter(type=memory_type)
+    return _nearest_rows(memories, vector=Value(vector), count=shape.candidates)
+
+
+_ASK_CANDIDATES = QueryTemplate(
+    _ask_candidates,
+    kinds={
+        "token_id": int,
+        "agent": str,
+        "session": str,
+        "domain": str,
+        "memory_type": str,
+        "now": datetime,
+        "vector": str,
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -196,20 +276,50 @@ def memories_rank(
     config: MemorySettings,
     vector: np.ndarray | None = None,
 ) -> list[ScoredMemory]:
-    """``memories`` ranked for ``question`` (the part of ``ask`` the operators' page shares).
-
-    The candidates are read as plain rows in one query and scored; only the winners become memories.
-    """
+    """``memories`` ranked for ``question`` as ``ask`` ranks (the operators' page, over any filter)."""
     vector = embed_text(text=question) if vector is None else vector
-    candidates = max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * limit)
     with hnsw_filtered_scan():
-        rows = list(
-            memories.annotate(distance=CosineDistance("embedding", vector))
-            .order_by("distance")
-            .values_list(*_ROW_FIELDS, "distance")[:candidates]
-        )
+        rows = list(_nearest_rows(memories, vector=vector, count=_candidate_count(limit)))
+    return _rows_ranked(
+        rows,
+        question=question,
+        domain=domain,
+        limit=limit,
+        threshold=threshold,
+        weights=weights,
+        config=config,
+        now=timezone.now(),
+    )
+
+
+def _candidate_count(limit: int) -> int:
+    return max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * limit)
+
+
+def _nearest_rows(
+    memories: QuerySet[Memory], *, vector: Any, count: int
+) -> QuerySet[Memory, tuple[Any, ...]]:
+    return (
+        memories.annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values_list(*_ROW_FIELDS, "distance")[:count]
+    )
+
+
+def _rows_ranked(
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    question: str,
+    domain: str | None,
+    limit: int,
+    threshold: float,
+    weights: dict[str, float],
+    config: MemorySettings,
+    now: datetime,
+) -> list[ScoredMemory]:
+    """The candidate rows scored, those at or above ``threshold`` best first; only the winners become
+    memories."""
     question_concepts = concepts_extract(question)
-    now = timezone.now()
     scored: list[tuple[_Candidate, float, dict[str, float]]] = []
     for row in rows:
         scored_values = dict(zip(_SCORED, (row[index] for index in _SCORED_AT), strict=True))

@@ -48,13 +48,18 @@ class Scope:
     session: str = ""
 
     def own(self) -> Q:
-        """The memories this scope told (agent and session narrow it only when given)."""
-        condition = Q(token=self.token)
-        if self.agent:
-            condition &= Q(agent=self.agent)
-        if self.session:
-            condition &= Q(session=self.session)
-        return condition
+        """The memories this scope told."""
+        return scope_condition(token_id=self.token.pk, agent=self.agent, session=self.session)
+
+
+def scope_condition(*, token_id: int, agent: str, session: str) -> Q:
+    """The memories a scope told: its token's, narrowed by agent and session only when given."""
+    condition = Q(token_id=token_id)
+    if agent:
+        condition &= Q(agent=agent)
+    if session:
+        condition &= Q(session=session)
+    return condition
 
 
 @dataclass
