@@ -3,9 +3,14 @@
 Seeds, inside one transaction that is rolled back at the end: 100,000 tool calls over 20 tools
 spread across the last 30 days, 10,000 fact runs and 10,000 verifications over the last 14 days,
 2,000 arXiv search runs over the last day and 20,000 upstream requests over the last two hours
-(half inside the budget's hour), then ``ANALYZE``. Each selector is timed ``ROUNDS`` times after
-a warm-up. Then, seeded again, the worst case for the two selectors that read tool calls: all
-100,000 in the last 24 hours, so both windows aggregate every row.
+(half inside the budget's hour), then ``ANALYZE``. The tool-call roll-up then runs as beat runs it
+in the first two minutes of an hour, the hour just ended not rolled up yet (timed from scratch:
+``tool_calls_roll_up``, ``ROLL_UPS`` times): so the panel reads that whole hour and the current one
+from the raw rows, one to two hours of calls, more than it ever reads in use (at most an hour and
+two minutes). Each selector is timed ``ROUNDS`` times after a warm-up. Then, seeded again, the
+worst case for the two selectors that read tool calls: all 100,000 in the last 24 hours, so both
+windows cover every row; last, ``tool_call_activity`` with the roll-up deleted (beat behind: every
+hour read from the raw rows).
 Needs a migrated database (``make run`` once, or ``manage.py migrate``).
 """
 
@@ -23,7 +28,8 @@ from django.utils import timezone
 from apps.arxiv.models import SearchRun
 from apps.connectors.models import ToolCall, ToolCallStatus
 from apps.core.models import RunStatus, UpstreamOutcome, UpstreamRequest
-from apps.dashboard import selectors
+from apps.dashboard import selectors, services
+from apps.dashboard.models import ToolCallHour, ToolLatencyWindow
 from apps.grounding.models import ReviewStatus, Verdict, Verification
 from apps.wikidata.models import FactRun
 from bench import timed
@@ -32,6 +38,7 @@ TOOL_CALLS = int(os.environ.get("BENCH_TOOL_CALLS", "100000"))
 RUNS = int(os.environ.get("BENCH_RUNS", "10000"))
 BATCH = 5000
 WARMUP, ROUNDS = 3, 40
+ROLL_UPS = 3
 SEED = 16
 TABLES = (
     "connectors_toolcall",
@@ -39,6 +46,8 @@ TABLES = (
     "grounding_verification",
     "arxiv_searchrun",
     "core_upstreamrequest",
+    "dashboard_toolcallhour",
+    "dashboard_toollatencywindow",
 )
 
 
@@ -158,16 +167,40 @@ SELECTORS = (
 )
 
 
+def _roll_up_deleted() -> None:
+    ToolCallHour.objects.all().delete()
+    ToolLatencyWindow.objects.all().delete()
+
+
+def _rolled_up(report, suffix: str) -> None:
+    """Roll the last day up from scratch ``ROLL_UPS`` times (the last one stays), as beat would one
+    minute into the current hour: the hour before it is left to the raw rows."""
+    one_minute_in = services.hour_floor(timezone.now()) + timedelta(minutes=1)
+    samples = []
+    for _ in range(ROLL_UPS):
+        _roll_up_deleted()
+        samples += timed(lambda: services.tool_calls_roll_up(now=one_minute_in), 1)
+    report(f"dashboard.tool_calls_roll_up{suffix}", samples)
+    _analyze("dashboard_toolcallhour", "dashboard_toollatencywindow")
+
+
 def _timed_on(report, *, tool_call_days: float, names: tuple[str, ...], suffix: str) -> None:
-    """Seed in a transaction, time the named selectors, roll everything back."""
+    """Seed in a transaction, roll up, time the named selectors, roll everything back."""
     try:
         with transaction.atomic():
+            _roll_up_deleted()  # the bench's own roll-up, not one left from earlier tool calls
             with _stamped_as_given(ToolCall, FactRun, Verification, SearchRun):
                 _seed(random.Random(SEED), tool_call_days=tool_call_days)
+            _rolled_up(report, suffix)
             for name, selector in SELECTORS:
                 if name in names:
                     timed(selector, WARMUP)
                     report(f"dashboard.{name}{suffix}", timed(selector, ROUNDS))
+            if suffix:
+                _roll_up_deleted()
+                timed(selectors.tool_call_activity, WARMUP)
+                report(f"dashboard.tool_call_activity{suffix[:-1]}, no roll-up)",
+                       timed(selectors.tool_call_activity, ROUNDS))  # fmt: skip
             raise _Rollback
     except _Rollback:
         pass

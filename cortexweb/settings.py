@@ -265,6 +265,8 @@ CELERY_BEAT_SCHEDULE = {
     "runs-sweep": {"task": "core.runs_sweep", "schedule": CORTEX_RUN_SWEEP_SECONDS},
     "memory-lifecycle": {"task": "memory.lifecycle", "schedule": float(MEMORY_LIFECYCLE_SECONDS)},
     "upstream-requests-prune": {"task": "core.upstream_requests_prune", "schedule": 3600.0},
+    # The dashboard's tool-call panel reads completed hours from their roll-up (apps/dashboard/models.py).
+    "dashboard-tool-calls-roll-up": {"task": "dashboard.tool_calls_roll_up", "schedule": 60.0},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -188,13 +188,19 @@ def _connector_limiter(connector: Connector) -> RateLimiter | None:
     )
 
 
+def connector_upstream(connector: Connector) -> tuple[str, float | None]:
+    """The name an MCP connector's requests are recorded under (``UpstreamRequest.upstream``) and
+    its hourly budget (``None``: the manifest gives it no rate limit)."""
+    limiter = _connector_limiter(connector)
+    return f"mcp:{connector.slug}", limiter.per_hour if limiter else None
+
+
 def _connector_call(connector: Connector, upstream_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One ``tools/call`` to an MCP connector under its budget, recorded as an upstream request (a
     native adapter's requests are recorded by the clients it uses)."""
     limiter = _connector_limiter(connector)
-    with upstream_request_recorded(
-        upstream=f"mcp:{connector.slug}", budget_per_hour=limiter.per_hour if limiter else None
-    ) as tally:
+    upstream, budget_per_hour = connector_upstream(connector)
+    with upstream_request_recorded(upstream=upstream, budget_per_hour=budget_per_hour) as tally:
         if limiter is not None:
             tally.waited_seconds = limiter.acquire(max_wait=mcp_client.connector_timeout(connector))
         return mcp_client.call_tool(connector, upstream_name, arguments)

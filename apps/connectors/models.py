@@ -271,7 +271,14 @@ class ToolCall(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["connector_slug", "tool_name", "-created_at"], name="toolcall_lookup")
+            models.Index(fields=["connector_slug", "tool_name", "-created_at"], name="toolcall_lookup"),
+            # The dashboard's errors of the last day: only the failed calls, read without the table.
+            models.Index(
+                fields=["created_at"],
+                include=["status"],
+                condition=~models.Q(status="ok"),
+                name="toolcall_failed_recent",
+            ),
         ]
 
     def __str__(self) -> str:

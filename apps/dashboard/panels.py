@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from apps.core.charts import Bar, ColumnChart, Series, bar_chart, column_chart, count_label
-from apps.dashboard import selectors
+from apps.dashboard import latency, selectors
 
 OK, WARN, ERROR, MUTED, ACCENT = "s-ok", "s-warn", "s-error", "s-muted", "s-accent"
 
@@ -80,9 +80,14 @@ def tool_calls_panel(now: datetime | None = None) -> dict[str, Any]:
             for tool in activity.tools
         ],
         series=[Series("p50", "ms (p50)", ACCENT), Series("p95", "ms more to p95", MUTED)],
-        title="Latency per tool, p50 and p95, last 24 hours",
+        title="Latency per tool, p50 and p95 (within 5 %), last 24 hours",
     )  # fmt: skip
-    return {"activity": activity, "calls_chart": calls_chart, "latency_chart": latency_chart}
+    return {
+        "activity": activity,
+        "calls_chart": calls_chart,
+        "latency_chart": latency_chart,
+        "latency_error_percent": f"{latency.RELATIVE_ERROR:.1%}",
+    }
 
 
 def _per_day_chart(days: list[Any], series: list[Series], title: str) -> ColumnChart:

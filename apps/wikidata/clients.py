@@ -38,6 +38,12 @@ _BUDGETS: dict[str, tuple[str, Callable[[], tuple[float, int]]]] = {
 }
 
 
+def upstream_budgets() -> dict[str, float]:
+    """Each Wikidata upstream's hourly budget under today's settings (the dashboard lists them all,
+    quiet or not)."""
+    return {upstream: upstream_limiter(upstream).per_hour for upstream in _BUDGETS}
+
+
 def upstream_limiter(upstream: str) -> RateLimiter:
     name, budget = _BUDGETS[upstream]
     interval, burst = budget()
