@@ -147,6 +147,9 @@ def run(report) -> None:
     # The packs are loaded for good, as ``make run`` loads them: searched inside the transaction that
     # inserted them, the tables are full of dead row versions and every query is slower.
     _load_packs()
+    # Its settings row too: created inside the transaction it would be an uncommitted change, read from
+    # the database on every claim.
+    GroundingSettings.current()
     try:
         with transaction.atomic():
             judged = {name: _judge_all(claims) for name, claims in sets.items()}
