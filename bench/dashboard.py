@@ -3,14 +3,14 @@
 Seeds, inside one transaction that is rolled back at the end: 100,000 tool calls over 20 tools
 spread across the last 30 days, 10,000 fact runs and 10,000 verifications over the last 14 days,
 2,000 arXiv search runs over the last day and 20,000 upstream requests over the last two hours
-(half inside the budget's hour), then ``ANALYZE``. The tool-call roll-up then runs as beat runs it
-in the first two minutes of an hour, the hour just ended not rolled up yet (timed from scratch:
-``tool_calls_roll_up``, ``ROLL_UPS`` times): so the panel reads that whole hour and the current one
-from the raw rows, one to two hours of calls, more than it ever reads in use (at most an hour and
-two minutes). Each selector is timed ``ROUNDS`` times after a warm-up. Then, seeded again, the
+(half inside the budget's hour), then ``ANALYZE``. The tool-call roll-up then runs (timed from
+scratch: ``tool_calls_roll_up``, ``ROLL_UPS`` times) as if beat had last run it 11 minutes ago, so
+the panels read 13 to 23 minutes of calls from the raw rows: more than they ever do in use (beat
+runs it every minute and a slot waits two minutes, so at most 13). Each selector is timed
+``ROUNDS`` times after a warm-up. Then, seeded again, the
 worst case for the two selectors that read tool calls: all 100,000 in the last 24 hours, so both
-windows cover every row; last, ``tool_call_activity`` with the roll-up deleted (beat behind: every
-hour read from the raw rows).
+windows cover every row; last, both with the roll-up deleted (beat behind: every call of the day
+read from the raw rows).
 Needs a migrated database (``make run`` once, or ``manage.py migrate``).
 """
 
@@ -29,7 +29,7 @@ from apps.arxiv.models import SearchRun
 from apps.connectors.models import ToolCall, ToolCallStatus
 from apps.core.models import RunStatus, UpstreamOutcome, UpstreamRequest
 from apps.dashboard import selectors, services
-from apps.dashboard.models import ToolCallHour, ToolLatencyWindow
+from apps.dashboard.models import ToolCallRollUp, ToolCallSlot, ToolLatencyWindow
 from apps.grounding.models import ReviewStatus, Verdict, Verification
 from apps.wikidata.models import FactRun
 from bench import timed
@@ -46,7 +46,8 @@ TABLES = (
     "grounding_verification",
     "arxiv_searchrun",
     "core_upstreamrequest",
-    "dashboard_toolcallhour",
+    "dashboard_toolcallrollup",
+    "dashboard_toolcallslot",
     "dashboard_toollatencywindow",
 )
 
@@ -168,20 +169,21 @@ SELECTORS = (
 
 
 def _roll_up_deleted() -> None:
-    ToolCallHour.objects.all().delete()
+    ToolCallRollUp.objects.all().delete()
+    ToolCallSlot.objects.all().delete()
     ToolLatencyWindow.objects.all().delete()
 
 
 def _rolled_up(report, suffix: str) -> None:
-    """Roll the last day up from scratch ``ROLL_UPS`` times (the last one stays), as beat would one
-    minute into the current hour: the hour before it is left to the raw rows."""
-    one_minute_in = services.hour_floor(timezone.now()) + timedelta(minutes=1)
+    """Roll the last day up from scratch ``ROLL_UPS`` times (the last one stays), as beat would
+    have 11 minutes ago."""
+    late = timezone.now() - timedelta(minutes=11)
     samples = []
     for _ in range(ROLL_UPS):
         _roll_up_deleted()
-        samples += timed(lambda: services.tool_calls_roll_up(now=one_minute_in), 1)
+        samples += timed(lambda: services.tool_calls_roll_up(now=late), 1)
     report(f"dashboard.tool_calls_roll_up{suffix}", samples)
-    _analyze("dashboard_toolcallhour", "dashboard_toollatencywindow")
+    _analyze("dashboard_toolcallslot", "dashboard_toollatencywindow")
 
 
 def _timed_on(report, *, tool_call_days: float, names: tuple[str, ...], suffix: str) -> None:
@@ -198,9 +200,10 @@ def _timed_on(report, *, tool_call_days: float, names: tuple[str, ...], suffix: 
                     report(f"dashboard.{name}{suffix}", timed(selector, ROUNDS))
             if suffix:
                 _roll_up_deleted()
-                timed(selectors.tool_call_activity, WARMUP)
-                report(f"dashboard.tool_call_activity{suffix[:-1]}, no roll-up)",
-                       timed(selectors.tool_call_activity, ROUNDS))  # fmt: skip
+                for name, selector in SELECTORS:
+                    if name in names:
+                        timed(selector, WARMUP)
+                        report(f"dashboard.{name}{suffix[:-1]}, no roll-up)", timed(selector, ROUNDS))
             raise _Rollback
     except _Rollback:
         pass

@@ -1,10 +1,10 @@
 """The dashboard's roll-ups of tool calls (``apps.dashboard.services.tool_calls_roll_up``).
 
-The tool-call panel covers 24 hours; read from ``ToolCall`` rows it aggregates every call of the
-day (100k calls: about 200 ms). Completed hours are rolled up once, two minutes after they end, by
-Celery beat; the panel reads them from here and only the hours not rolled up yet (the current one)
-from ``ToolCall``. Both tables are derived and can be deleted at any time: the next roll-up refills
-the last day, and until then the panel reads the raw rows.
+The tool-call and error panels cover a day; read from ``ToolCall`` rows they aggregate every call
+of it (100k calls: 130–200 ms). Ten-minute slots are rolled up once, two minutes after they end,
+by Celery beat; the panels read them from here and only the calls after the watermark (at most
+twelve minutes of them) from ``ToolCall``. These tables are derived and can be emptied at any
+time: the next roll-up refills the last day, and until then the panels read the raw rows.
 """
 
 from __future__ import annotations
@@ -13,28 +13,38 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 
-class ToolCallHour(models.Model):
-    """Calls and failed calls of one completed hour (UTC). Every rolled-up hour has a row, calls or
-    none, so the rows run without a gap up to the last rolled-up hour: the watermark."""
+class ToolCallRollUp(models.Model):
+    """The watermark (one row): every ten-minute slot before it is rolled up, without a gap since
+    at least a day before it."""
 
-    hour = models.DateTimeField(unique=True)
-    calls = models.PositiveIntegerField()
-    failed = models.PositiveIntegerField()
-
-    class Meta:
-        ordering = ["hour"]
+    watermark = models.DateTimeField()
 
     def __str__(self) -> str:
-        return f"{self.hour:%Y-%m-%d %H}:00 {self.calls} calls"
+        return f"tool calls rolled up to {self.watermark:%Y-%m-%d %H:%M}"
+
+
+class ToolCallSlot(models.Model):
+    """The calls of one status in one ten-minute slot (UTC) before the watermark."""
+
+    start = models.DateTimeField()
+    status = models.CharField(max_length=20)
+    calls = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "status"], name="dashboard_slot_status")]
+
+    def __str__(self) -> str:
+        return f"{self.start:%Y-%m-%d %H:%M} {self.status} {self.calls}"
 
 
 class ToolLatencyWindow(models.Model):
     """One tool's calls, failed calls and latency histogram (``apps.dashboard.latency``: buckets
-    with a call and their counts) over the completed hours ``[first_hour, end_hour)``.
+    with a call and their counts) over ``[first_hour, end_hour)``; ``end_hour`` is the watermark.
 
     The panel needs the window that starts 23 hours before the current hour and ends at the
-    watermark; the roll-up writes the two it can ask for (ending at the new watermark, starting 23
-    or 22 hours before it), so reading the day's latency is reading one row per tool.
+    watermark; the roll-up writes the two it can ask for (starting 23 hours before the watermark's
+    hour, or 22 in the first minutes of an hour), so reading the day's latency is reading one row
+    per tool.
     """
 
     first_hour = models.DateTimeField()

@@ -26,8 +26,8 @@ from apps.arxiv.services import arxiv_limiter
 from apps.connectors.gateway import connector_upstream
 from apps.connectors.models import Connector, DriftState, ToolCall, ToolCallStatus, Transport
 from apps.core.models import RunStatus, UpstreamOutcome, UpstreamRequest
-from apps.dashboard import latency
-from apps.dashboard.models import ToolCallHour, ToolLatencyWindow
+from apps.dashboard import latency, services
+from apps.dashboard.models import ToolCallSlot, ToolLatencyWindow
 from apps.dashboard.services import TOOL_CALL_HOURS
 from apps.grounding.models import Verdict, Verification
 from apps.wikidata.clients import upstream_budgets
@@ -201,33 +201,34 @@ class ToolCallActivity:
 
 def tool_call_activity(*, now: datetime | None = None) -> ToolCallActivity:
     """Calls per hour over the last 24 hours (OK and not), and per tool its calls with p50/p95
-    latency over the same window (four queries).
+    latency over the same window (five queries).
 
-    Completed hours come from their roll-up (``services.tool_calls_roll_up``): the hours' rows run
-    without a gap up to the watermark, and the latency window over exactly those hours holds one
-    row per tool. The hours after the watermark (the current one, and the last one for two minutes
-    after it ends) are read from ``ToolCall``. When the roll-up is behind — no window for those
-    hours, or one whose calls do not add up to theirs — every hour is read from ``ToolCall``:
-    slower, never stale."""
+    The calls before the watermark come from the roll-up (``services.tool_calls_roll_up``): the
+    ten-minute slots per hour, and the latency window from the first hour to the watermark, one
+    row per tool. The calls after it (at most the last twelve minutes) are read from ``ToolCall``.
+    When the roll-up is behind — no window for the watermark, or one whose calls do not add up to
+    the slots' — every call of the day is read from ``ToolCall``: slower, never stale."""
     end = _now(now)
     current_hour = end.replace(minute=0, second=0, microsecond=0)
     first_hour = current_hour - timedelta(hours=TOOL_CALL_HOURS - 1)
+    watermark = max(min(services.watermark_read() or first_hour, services.slot_floor(end)), first_hour)
+    is_failed = ~Q(status=ToolCallStatus.OK)
     rolled = list(
-        ToolCallHour.objects.filter(hour__gte=first_hour, hour__lt=current_hour)
-        .order_by("hour")
-        .values_list("hour", "calls", "failed")
+        ToolCallSlot.objects.filter(start__gte=first_hour, start__lt=watermark)
+        .annotate(hour=TruncHour("start"))
+        .values_list("hour")
+        .annotate(hour_calls=Sum("calls"), hour_failed=Sum("calls", filter=is_failed))
+        .order_by()
     )
-    watermark = first_hour + timedelta(hours=len(rolled))
     windows = list(
         ToolLatencyWindow.objects.filter(first_hour=first_hour, end_hour=watermark).values_list(
             "connector_slug", "tool_name", "calls", "failed", "buckets", "counts"
         )
     )
-    contiguous = all(hour == first_hour + timedelta(hours=i) for i, (hour, _, _) in enumerate(rolled))
-    if not contiguous or sum(w[2] for w in windows) != sum(calls for _, calls, _ in rolled):
+    if sum(window[2] for window in windows) != sum(calls for _, calls, _ in rolled):
         rolled, windows, watermark = [], [], first_hour
 
-    per_hour: dict[datetime, list[int]] = {hour: [calls, failed] for hour, calls, failed in rolled}
+    per_hour: dict[datetime, list[int]] = {hour: [calls, failed or 0] for hour, calls, failed in rolled}
     tool_calls: dict[tuple[str, str], list[int]] = {}
     histograms: dict[tuple[str, str], dict[int, int]] = defaultdict(dict)
     for connector_slug, tool_name, calls, failed, buckets, counts in windows:
@@ -236,12 +237,14 @@ def tool_call_activity(*, now: datetime | None = None) -> ToolCallActivity:
     # The calls after the watermark, twice: per hour, and per tool and bucket (grouped by both at
     # once, the rows would multiply, and converting each row's hour costs more than the query).
     live = ToolCall.objects.filter(created_at__gte=watermark, created_at__lte=end)
-    counted = {"calls": Count("id"), "failed": Count("id", filter=~Q(status=ToolCallStatus.OK))}
-    for hour, calls, failed in (
+    counted = {"calls": Count("id"), "failed": Count("id", filter=is_failed)}
+    for hour, calls, failed_calls in (
         live.annotate(hour=TruncHour("created_at")).values_list("hour").annotate(**counted).order_by()
     ):
-        per_hour[hour] = [calls, failed]
-    for connector_slug, tool_name, bucket, calls, failed in (
+        totals = per_hour.setdefault(hour, [0, 0])  # the watermark's hour is in both
+        totals[0] += calls
+        totals[1] += failed_calls
+    for connector_slug, tool_name, bucket, calls, failed_calls in (
         live.annotate(bucket=latency.latency_bucket())
         .values_list("connector_slug", "tool_name", "bucket")
         .annotate(**counted)
@@ -249,15 +252,15 @@ def tool_call_activity(*, now: datetime | None = None) -> ToolCallActivity:
     ):
         totals = tool_calls.setdefault((connector_slug, tool_name), [0, 0])
         totals[0] += calls
-        totals[1] += failed
+        totals[1] += failed_calls
         histogram = histograms[(connector_slug, tool_name)]
         histogram[bucket] = histogram.get(bucket, 0) + calls
 
     hours = []
     for offset in range(TOOL_CALL_HOURS):
         hour = first_hour + timedelta(hours=offset)
-        calls, failed = per_hour.get(hour, (0, 0))
-        hours.append(HourCalls(hour=hour, ok=calls - failed, failed=failed))
+        calls, failed_calls = per_hour.get(hour, (0, 0))
+        hours.append(HourCalls(hour=hour, ok=calls - failed_calls, failed=failed_calls))
     tools = []
     for (connector_slug, tool_name), (calls, failed) in tool_calls.items():
         p50, p95 = latency.percentiles(histograms[(connector_slug, tool_name)], (0.5, 0.95))
@@ -384,16 +387,35 @@ class ErrorCount:
 def errors_by_type(*, now: datetime | None = None) -> list[ErrorCount]:
     """Failures of the last 24 hours by where and what: tool calls by status, fact runs (failed or
     degraded) and arXiv runs (failed or rate limited) by their recorded error type; most first
-    (three queries)."""
+    (five queries).
+
+    Tool calls come from the roll-up's ten-minute slots wholly inside the day and before the
+    watermark, and from ``ToolCall`` for the rest: the minutes before the first whole slot and
+    those after the watermark (all of the day when the roll-up is behind)."""
     end = _now(now)
     since = end - ERROR_WINDOW
     window = Q(created_at__gt=since, created_at__lte=end)
+    first_slot = services.slot_ceil(since)
+    # Read in the past (tests), the slots after ``end`` are not wanted: clamp to its slot.
+    watermark = max(min(services.watermark_read() or first_slot, services.slot_floor(end)), first_slot)
     errors = [
-        ErrorCount("tool calls", row["status"], row["count"])
-        for row in ToolCall.objects.filter(window)
+        ErrorCount("tool calls", status, count)
+        for status, count in ToolCallSlot.objects.filter(start__gte=first_slot, start__lt=watermark)
         .exclude(status=ToolCallStatus.OK)
-        .values("status")
+        .values_list("status")
+        .annotate(status_calls=Sum("calls"))
+        .order_by()
+    ]
+    unrolled = Q(created_at__gt=since, created_at__lt=first_slot) | Q(
+        created_at__gte=watermark, created_at__lte=end
+    )
+    errors += [
+        ErrorCount("tool calls", status, count)
+        for status, count in ToolCall.objects.filter(unrolled if watermark > first_slot else window)
+        .exclude(status=ToolCallStatus.OK)
+        .values_list("status")
         .annotate(count=Count("id"))
+        .order_by()
     ]
     errors += [
         ErrorCount(

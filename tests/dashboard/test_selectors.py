@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from apps.connectors.models import Connector, ToolCall
 from apps.dashboard import latency, selectors, services
-from apps.dashboard.models import ToolCallHour, ToolLatencyWindow
+from apps.dashboard.models import ToolCallRollUp, ToolCallSlot, ToolLatencyWindow
 from apps.dashboard.selectors import ErrorCount
 from tests.dashboard.conftest import NOW
 
@@ -109,9 +109,9 @@ def _tool_rows(activity: selectors.ToolCallActivity) -> list[tuple]:
 
 
 def test_tool_call_activity_per_hour_and_per_tool(history, django_assert_num_queries) -> None:
-    # Four queries: the rolled-up hours, their latency window, the calls after them per hour and
-    # per tool (one query grouped by both returns hours × tools × buckets rows).
-    with django_assert_num_queries(4):
+    # Five queries: the watermark, the rolled-up slots per hour, the latency window, the calls after
+    # the watermark per hour and per tool (one query grouped by both returns hours × tools × buckets).
+    with django_assert_num_queries(5):
         activity = selectors.tool_call_activity(now=NOW)
     assert len(activity.hours) == 24
     assert activity.hours[0].hour == datetime(2026, 3, 9, 13, tzinfo=UTC)
@@ -127,31 +127,38 @@ def test_tool_call_activity_per_hour_and_per_tool(history, django_assert_num_que
         )
 
 
-def test_completed_hours_are_read_from_their_roll_up(history, django_assert_num_queries) -> None:
+def test_rolled_up_calls_are_read_from_the_roll_up(history, django_assert_num_queries) -> None:
     live = selectors.tool_call_activity(now=NOW)
-    assert services.tool_calls_roll_up(now=NOW) == 24  # 03-09 12:00 up to 03-10 12:00, two minutes after
-    assert ToolCallHour.objects.count() == 24
-    assert services.tool_calls_roll_up(now=NOW + timedelta(minutes=5)) == 0  # idempotent
+    errors = selectors.errors_by_type(now=NOW)
+    # 03-09 12:00 up to 12:20, the last slot that ended two minutes before 12:30.
+    assert services.tool_calls_roll_up(now=NOW) == 146
+    watermark = datetime(2026, 3, 10, 12, 20, tzinfo=UTC)
+    assert ToolCallRollUp.objects.get().watermark == watermark
+    assert services.tool_calls_roll_up(now=NOW + timedelta(minutes=1)) == 0  # idempotent
     assert set(ToolLatencyWindow.objects.values_list("first_hour", "end_hour").distinct()) == {
-        (datetime(2026, 3, 9, 13, tzinfo=UTC), datetime(2026, 3, 10, 12, tzinfo=UTC)),
-        (datetime(2026, 3, 9, 14, tzinfo=UTC), datetime(2026, 3, 10, 12, tzinfo=UTC)),
+        (datetime(2026, 3, 9, 13, tzinfo=UTC), watermark),
+        (datetime(2026, 3, 9, 14, tzinfo=UTC), watermark),
     }
-    # Drop the raw rows of the rolled-up hours: the panel still shows them, so it read the roll-up.
-    ToolCall.objects.filter(created_at__lt=datetime(2026, 3, 10, 12, tzinfo=UTC)).delete()
-    with django_assert_num_queries(4):
-        rolled = selectors.tool_call_activity(now=NOW)
-    assert rolled == live
+    # Drop the raw rows before the watermark: the panels still count them, so they read the roll-up.
+    ToolCall.objects.filter(created_at__lt=watermark).delete()
+    with django_assert_num_queries(5):
+        assert selectors.tool_call_activity(now=NOW) == live
+    with django_assert_num_queries(5):
+        assert selectors.errors_by_type(now=NOW) == errors
 
 
 def test_a_roll_up_behind_falls_back_to_the_raw_rows(history) -> None:
     live = selectors.tool_call_activity(now=NOW)
     services.tool_calls_roll_up(now=NOW)
-    # Within the grace minutes of a new hour (13:01: the 12:00 hour is not rolled up yet) the window
-    # starting an hour later and ending at the same watermark is read, the 12:00 hour live.
+    # Early in the next hour (13:01) the window starting an hour later and ending at the same
+    # watermark (12:20) is read, the calls after it live.
     later = selectors.tool_call_activity(now=NOW + timedelta(minutes=31))
     assert [h.calls for h in later.hours[-3:]] == [2, 3, 0]
     assert _tool_rows(later) == [("a.one", "wiki-mcp", 4, 1), ("a.two", "wiki-mcp", 1, 0)]
-    ToolLatencyWindow.objects.all().delete()  # the window missing: the hours alone are not enough
+    ToolLatencyWindow.objects.all().delete()  # the window missing: the slots alone are not enough
+    assert selectors.tool_call_activity(now=NOW) == live
+    ToolCallSlot.objects.all().delete()
+    ToolCallRollUp.objects.all().delete()
     assert selectors.tool_call_activity(now=NOW) == live
 
 
@@ -222,7 +229,8 @@ def test_verdicts_per_day_and_the_review_queue(history, django_assert_num_querie
 
 
 def test_errors_by_type_in_the_last_day(history, django_assert_num_queries) -> None:
-    with django_assert_num_queries(3):
+    # The watermark, tool calls from the roll-up and from the raw rows, fact runs, arXiv runs.
+    with django_assert_num_queries(5):
         rows = selectors.errors_by_type(now=NOW)
     assert rows == [
         ErrorCount("arXiv runs", "rate_limited", 1),

@@ -1,4 +1,4 @@
-"""The tool-call roll-up: scheduled by beat, idempotent, pruned after two days."""
+"""The tool-call roll-up: scheduled by beat, a slot two minutes after it ends, pruned after two days."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 
 from apps.dashboard import services
-from apps.dashboard.models import ToolCallHour, ToolLatencyWindow
+from apps.dashboard.models import ToolCallRollUp, ToolCallSlot, ToolLatencyWindow
 from apps.dashboard.tasks import tool_calls_roll_up_task
 from cortexweb.celery import app
 from tests.dashboard.conftest import NOW
@@ -22,23 +22,35 @@ def test_beat_rolls_up_every_minute() -> None:
     assert app.tasks[entry["task"]].name == tool_calls_roll_up_task.name
 
 
-def test_an_hour_waits_for_its_grace_minutes(history) -> None:
-    # At 12:01, the 24 hours before 12:00 but the last: 11:00 ended less than two minutes ago.
-    assert services.tool_calls_roll_up(now=NOW.replace(minute=1)) == 23
-    assert ToolCallHour.objects.latest("hour").hour == datetime(2026, 3, 10, 10, tzinfo=UTC)
-    assert services.tool_calls_roll_up(now=NOW.replace(minute=2)) == 1  # 11:00 rolled up at 12:02
-    assert ToolCallHour.objects.get(hour=datetime(2026, 3, 10, 11, tzinfo=UTC)).calls == 2
+def test_a_slot_waits_for_its_grace_minutes(history) -> None:
+    # At 12:01, the day's slots up to 11:50: the one ending at 12:00 ended less than two minutes ago.
+    assert services.tool_calls_roll_up(now=NOW.replace(minute=1)) == 143
+    assert ToolCallRollUp.objects.get().watermark == datetime(2026, 3, 10, 11, 50, tzinfo=UTC)
+    assert services.tool_calls_roll_up(now=NOW.replace(minute=2)) == 1
+    assert list(
+        ToolCallSlot.objects.filter(start__gte=datetime(2026, 3, 10, 11, tzinfo=UTC))
+        .values_list("start", "status", "calls")
+        .order_by("start")
+    ) == [
+        (datetime(2026, 3, 10, 11, 20, tzinfo=UTC), "ok", 1),
+        (datetime(2026, 3, 10, 11, 50, tzinfo=UTC), "upstream_error", 1),
+    ]
     # Only the two windows ending at the new watermark are kept.
     assert set(ToolLatencyWindow.objects.values_list("end_hour", flat=True)) == {
         datetime(2026, 3, 10, 12, tzinfo=UTC)
     }
 
 
-def test_hours_older_than_two_days_are_deleted(history) -> None:
-    services.tool_calls_roll_up(now=NOW)
-    later = NOW + timedelta(hours=30)
-    services.tool_calls_roll_up(now=later)
-    # The second run rolls up the day before 18:00 (the hours before it are out of every window).
-    watermark = datetime(2026, 3, 11, 18, tzinfo=UTC)
-    assert ToolCallHour.objects.latest("hour").hour == watermark - timedelta(hours=1)
-    assert ToolCallHour.objects.earliest("hour").hour == watermark - timedelta(hours=services.KEEP_HOURS)
+def test_slots_older_than_two_days_are_deleted(history) -> None:
+    services.tool_calls_roll_up(now=NOW)  # the day before 12:20, 03-10
+    services.tool_calls_roll_up(now=NOW + timedelta(hours=30))  # the day before 18:20, 03-11
+    watermark = datetime(2026, 3, 11, 18, 20, tzinfo=UTC)
+    assert ToolCallRollUp.objects.get().watermark == watermark
+    # 03-09 11:30 and 13:20 are gone (before 03-09 18:20); the four slots of 03-10 with calls stay.
+    assert list(ToolCallSlot.objects.values_list("start", "status").order_by("start")) == [
+        (datetime(2026, 3, 10, 11, 20, tzinfo=UTC), "ok"),
+        (datetime(2026, 3, 10, 11, 50, tzinfo=UTC), "upstream_error"),
+        (datetime(2026, 3, 10, 12, 0, tzinfo=UTC), "ok"),
+        (datetime(2026, 3, 10, 12, 10, tzinfo=UTC), "ok"),
+    ]
+    assert watermark - timedelta(hours=services.KEEP_HOURS) == datetime(2026, 3, 9, 18, 20, tzinfo=UTC)
