@@ -40,7 +40,7 @@ run: $(VENV)/.installed-base
 TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gateway.py \
 	apps/connectors/mcp_client.py apps/wikidata/action_api.py apps/wikidata/search.py apps/wikidata/labels.py \
 	apps/wikidata/ranking.py apps/wikidata/selectors.py apps/core/ratelimit.py apps/core/runs.py apps/core/http.py \
-	apps/core/llm.py apps/core/query_templates.py apps/core/singletons.py apps/grounding/contradictions.py apps/grounding/model_judges.py apps/grounding/stance.py \
+	apps/core/llm.py apps/core/query_templates.py apps/core/process_cache.py apps/grounding/contradictions.py apps/grounding/model_judges.py apps/grounding/stance.py \
 	apps/grounding/calibration.py apps/grounding/judge_words.py apps/embeddings/fields.py \
 	apps/memory/selectors.py apps/memory/answers.py apps/memory/text.py apps/memory/rdf.py \
 	apps/memory/views.py apps/memory/charts.py apps/ontology/selectors.py \

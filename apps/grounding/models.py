@@ -11,7 +11,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from apps.core.singletons import SingletonCache
+from apps.core.process_cache import ProcessCache, singleton_cache
 from apps.knowledge.models import KnowledgeDomain, KnowledgeSource
 
 DEFAULT_TRIGGER_PATTERNS = ["should be", "must be", "is required", "according to", "best practice"]
@@ -71,7 +71,7 @@ class GroundingSettings(models.Model):
         return _grounding_settings_cache.current()
 
 
-_grounding_settings_cache = SingletonCache(GroundingSettings)
+_grounding_settings_cache = singleton_cache(GroundingSettings)
 
 
 class GroundingAgent(models.Model):
@@ -90,6 +90,21 @@ class GroundingAgent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @classmethod
+    def enabled_with_domains(cls) -> list[GroundingAgent]:
+        """The enabled agents with their domains (read on every claim; kept per process until an agent
+        or a domain changes)."""
+        return _enabled_agents_cache.current()
+
+
+def _enabled_agents_read() -> list[GroundingAgent]:
+    return list(GroundingAgent.objects.filter(enabled=True).select_related("domain"))
+
+
+_enabled_agents_cache = ProcessCache(
+    name="grounding.enabled-agents", read=_enabled_agents_read, models=[GroundingAgent, KnowledgeDomain]
+)
 
 
 class Verdict(models.TextChoices):

@@ -437,7 +437,7 @@ def _priority(entry: KnowledgeEntry) -> int:
 
 
 def _agents() -> list[GroundingAgent]:
-    return list(GroundingAgent.objects.filter(enabled=True).select_related("domain"))
+    return GroundingAgent.enabled_with_domains()
 
 
 def _claim_clean(claim: str) -> str:

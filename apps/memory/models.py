@@ -19,7 +19,7 @@ from django.db import models
 from django.utils import timezone
 
 from apps.core.models import ApiToken
-from apps.core.singletons import SingletonCache
+from apps.core.process_cache import singleton_cache
 from apps.embeddings.fields import EmbeddingField, hnsw_cosine_index
 
 SCOPE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,99}$"
@@ -212,4 +212,4 @@ class MemorySettings(models.Model):
             raise ValidationError(f"The four weights must sum to 1; they sum to {total:.4f}.")
 
 
-_memory_settings_cache = SingletonCache(MemorySettings)
+_memory_settings_cache = singleton_cache(MemorySettings)

@@ -1,4 +1,4 @@
-"""The one-row settings are read once per process and change (``apps/core/singletons.py``): an edit
+"""The one-row settings are read once per process and change (``apps/core/process_cache.py``): an edit
 takes effect on the next read in every process, an uncommitted edit is never kept, and without Redis
 every read goes to the database."""
 
@@ -11,10 +11,11 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from apps.core import singletons
+from apps.core import process_cache
+from apps.core.process_cache import KEEP_SECONDS
 from apps.core.redis import get_redis
-from apps.core.singletons import KEEP_SECONDS
-from apps.grounding.models import GroundingSettings
+from apps.grounding.models import GroundingAgent, GroundingSettings
+from apps.knowledge.models import KnowledgeBase, KnowledgeDomain
 from apps.memory.models import MemorySettings
 
 
@@ -35,14 +36,14 @@ def test_a_read_is_kept_until_the_version_moves() -> None:
     MemorySettings.objects.filter(pk=1).update(weight_domain=0.25, weight_semantic=0.40)
     kept, queries = _queries(MemorySettings.current)
     assert queries == 0 and kept.weight_domain == 0.35  # this process has not been told yet
-    get_redis().incr("cortex:singleton-version:memory.memorysettings")
+    get_redis().incr("cortex:process-cache-version:memory.memorysettings")
     fresh, queries = _queries(MemorySettings.current)
     assert queries >= 1 and (fresh.weight_domain, fresh.weight_semantic) == (0.25, 0.40)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_save_takes_effect_at_once_and_moves_the_version() -> None:
-    key = "cortex:singleton-version:grounding.groundingsettings"
+    key = "cortex:process-cache-version:grounding.groundingsettings"
     GroundingSettings.current()
     before = int(get_redis().get(key) or 0)
     row = GroundingSettings.current()
@@ -79,8 +80,8 @@ def test_callers_get_a_copy() -> None:
 def test_a_kept_row_expires(monkeypatch: pytest.MonkeyPatch) -> None:
     MemorySettings.current()
     MemorySettings.objects.filter(pk=1).update(relevance_threshold=0.3)  # its version bump was lost
-    later = singletons.time.monotonic() + KEEP_SECONDS + 1
-    monkeypatch.setattr(singletons.time, "monotonic", lambda: later)
+    later = process_cache.time.monotonic() + KEEP_SECONDS + 1
+    monkeypatch.setattr(process_cache.time, "monotonic", lambda: later)
     assert MemorySettings.current().relevance_threshold == 0.3
 
 
@@ -100,3 +101,19 @@ def test_without_redis_every_read_goes_to_the_database() -> None:
                 assert MemorySettings.objects.get(pk=1).decay_rate == 0.5
         finally:
             get_redis.cache_clear()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_grounding_agents_are_kept_until_an_agent_or_its_domain_changes() -> None:
+    base = KnowledgeBase.objects.create(name="test")
+    domain = KnowledgeDomain.objects.create(base=base, name="kitchens")
+    agent = GroundingAgent.objects.create(name="Kitchen checker", domain=domain)
+    assert [a.name for a in GroundingAgent.enabled_with_domains()] == ["Kitchen checker"]
+    _, queries = _queries(GroundingAgent.enabled_with_domains)
+    assert queries == 0
+    domain.name = "kitchen-appliances"
+    domain.save()
+    assert [a.domain.name for a in GroundingAgent.enabled_with_domains()] == ["kitchen-appliances"]
+    agent.enabled = False
+    agent.save()
+    assert GroundingAgent.enabled_with_domains() == []
