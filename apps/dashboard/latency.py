@@ -1,4 +1,4 @@
-"""Tool-call latency as a fixed log-scale histogram, so percentiles can be merged across hours.
+"""Tool-call latency as a fixed log-scale histogram, so percentiles can be merged across time.
 
 Bucket 0 holds durations under ``LOW_MS``; bucket ``k`` (1 … ``BUCKETS - 2``) holds
 ``[LOW_MS · RATIO^(k-1), LOW_MS · RATIO^k)``; the last bucket everything from an hour up. Counts
@@ -7,8 +7,8 @@ within a factor ``sqrt(RATIO)`` of the exact value: **within 4.9 %** (``RELATIVE
 0.05 ms under 0.1 ms. Ranks are interpolated as Postgres' ``percentile_cont`` does, and an
 interpolation between two values each within that factor stays within it.
 
-The bucket of a row is computed in SQL (``latency_bucket``) by both the hourly roll-up and the
-live read of the current hour, so both land in the same buckets.
+The bucket of a row is computed in SQL (``latency_bucket``) by both the roll-up and the live read
+of the calls after its watermark, so both land in the same buckets.
 """
 
 from __future__ import annotations

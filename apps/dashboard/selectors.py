@@ -2,7 +2,7 @@
 
 Reads only: every figure comes from rows the apps already write — connectors and their tools
 (drift from sync), ``UpstreamRequest`` (written by each upstream's gate), ``ToolCall`` (every
-dispatched call, completed hours read from their roll-up: ``apps.dashboard.models``), fact runs,
+dispatched call, its ten-minute slots read from their roll-up: ``apps.dashboard.models``), fact runs,
 arXiv search runs and verifications. Counts are exact; tool latency percentiles are read from a
 log-scale histogram, within 4.9 % of the exact value (``apps.dashboard.latency``). Each selector
 runs a fixed number of queries whatever the data (tests pin the counts; the bench
