@@ -46,15 +46,21 @@ def _get(url: str) -> int:
         return 0
 
 
-def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
-    data_dir = tmp_path_factory.mktemp("run")
-    port = _free_port()
+def _run_environment(data_dir: Path, port: int) -> dict[str, str]:
+    """This environment, with its own data dir and port and none of the test run's services."""
     environment = {
         key: value
         for key, value in os.environ.items()
         if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "PROMETHEUS_MULTIPROC_DIR"}
     }
-    environment |= {"CORTEX_DATA_DIR": str(data_dir), "PORT": str(port), "CELERY_WORKER_CONCURRENCY": "1"}
+    own = {"CORTEX_DATA_DIR": str(data_dir), "PORT": str(port), "CELERY_WORKER_CONCURRENCY": "1"}
+    return environment | own
+
+
+def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
+    data_dir = tmp_path_factory.mktemp("run")
+    port = _free_port()
+    environment = _run_environment(data_dir, port)
     log_path = data_dir / "run.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
@@ -132,12 +138,7 @@ def test_closing_the_terminal_stops_everything(tmp_path_factory: pytest.TempPath
         pytest.skip("needs make and the checkout's .venv")
     data_dir = tmp_path_factory.mktemp("hup")
     port = _free_port()
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "PROMETHEUS_MULTIPROC_DIR"}
-    }
-    environment |= {"CORTEX_DATA_DIR": str(data_dir), "PORT": str(port), "CELERY_WORKER_CONCURRENCY": "1"}
+    environment = _run_environment(data_dir, port)
     # The child is the session leader and the pty its controlling terminal, as in a terminal window.
     pid, terminal = pty.fork()
     if pid == 0:
