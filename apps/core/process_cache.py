@@ -20,7 +20,6 @@ the next caller reads.
 from __future__ import annotations
 
 import copy
-import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,9 +29,10 @@ from django.db import connection, models, transaction
 from django.db.models.signals import post_delete, post_migrate, post_save
 from redis.exceptions import RedisError
 
+from apps.core.logging import get_logger
 from apps.core.redis import get_redis
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 KEEP_SECONDS = 60.0
 VERSION_KEY = "cortex:process-cache-version:{name}"
@@ -93,7 +93,9 @@ class ProcessCache(Generic[T]):
         except RedisError as error:
             logger.warning(
                 "process_cache.version_not_moved",
-                extra={"cache": self.name, "error": str(error), "stale_up_to_s": KEEP_SECONDS},
+                cache=self.name,
+                error=str(error),
+                stale_up_to_s=KEEP_SECONDS,
             )
 
 
