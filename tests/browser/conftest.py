@@ -14,6 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.browser.helpers import HEIGHT, WIDTH, log_in
+
 CHROMIUM = next((path for path in map(shutil.which, ("chromium", "chromium-browser")) if path), None)
 
 
@@ -33,3 +35,11 @@ def page() -> Iterator[object]:
             browser.close()
     finally:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def signed_in(live_server, page):
+    """``page`` at the usual viewport, signed in as a new superuser."""
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    log_in(live_server, page, username="browser-admin")
+    return page

@@ -4,9 +4,9 @@ is blocked (no inline script or style, nothing from another origin), so the head
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from apps.core.services import event_emit
+from tests.browser.helpers import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,15 +24,6 @@ PAGES = [
 ]
 
 
-def _log_in(live_server, page) -> None:
-    get_user_model().objects.create_superuser("csp-admin", password="csp-admin-password")
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "csp-admin")
-    page.fill("#id_password", "csp-admin-password")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
-
-
 def test_no_page_breaks_the_content_security_policy(live_server, page) -> None:
     violations: list[str] = []
     page.on(
@@ -43,7 +34,7 @@ def test_no_page_breaks_the_content_security_policy(live_server, page) -> None:
             else None
         ),
     )
-    _log_in(live_server, page)
+    log_in(live_server, page, username="csp-admin")
     for path in PAGES:
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path
@@ -55,7 +46,7 @@ def test_no_page_breaks_the_content_security_policy(live_server, page) -> None:
 def test_the_event_log_polls_but_pauses_while_a_details_row_is_open(live_server, page) -> None:
     """The pause lives in static/js/cortex.js now (htmx's eval'd trigger filter is off under the CSP)."""
     event_emit(name="csp.example", payload={"n": 1})
-    _log_in(live_server, page)
+    log_in(live_server, page, username="csp-admin")
     polls: list[str] = []
     page.on("request", lambda request: polls.append(request.url) if "/events" in request.url else None)
     page.goto(f"{live_server.url}/events")

@@ -5,32 +5,16 @@ place, no console errors, no serious or critical axe violations; a screenshot fo
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from apps.dashboard import selectors
-from tests.browser.test_memory_pages import HEIGHT, WIDTH, _screenshot_dir
+from tests.browser.helpers import HEIGHT, SERIOUS, WIDTH, axe_violations, log_in, screenshot_dir
 from tests.dashboard.conftest import NOW, history  # noqa: F401 - the seeded history fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _serious(page) -> list[str]:
-    """axe-core's violations of impact serious or critical, by rule id and the nodes they hit."""
-    axe = pytest.importorskip(
-        "axe_playwright_python.sync_playwright",
-        reason="axe checks need axe-playwright-python (requirements/dev.txt)",
-    )
-    violations = axe.Axe().run(page).response["violations"]
-    return [
-        f"{violation['id']}: {[node['target'] for node in violation['nodes']]}"
-        for violation in violations
-        if violation["impact"] in ("serious", "critical")
-    ]
-
-
 def test_the_dashboard_draws_every_chart(history, live_server, page, monkeypatch) -> None:  # noqa: F811
     monkeypatch.setattr(selectors, "_now", lambda now: NOW)  # the history's "now"
-    get_user_model().objects.create_superuser("dash-admin", password="dash-admin-password")
     errors: list[str] = []
     requests: list[str] = []
     page.on("console", lambda m: errors.append(f"{page.url} {m.text}") if m.type == "error" else None)
@@ -40,13 +24,9 @@ def test_the_dashboard_draws_every_chart(history, live_server, page, monkeypatch
 
     page.goto(f"{live_server.url}/")
     assert "grounds AI agents" in page.inner_text("main")
-    assert _serious(page) == []
+    assert axe_violations(page, impacts=SERIOUS) == []
 
-    page.goto(f"{live_server.url}/admin/login/?next=/")
-    page.fill("#id_username", "dash-admin")
-    page.fill("#id_password", "dash-admin-password")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(live_server, page, username="dash-admin", next_path="/")
     for slug, drawn in (
         ("connectors", 6),  # wiki-mcp: in sync, schema changed, missing; arxiv: not synced (+ 2 tracks)
         ("upstreams", 4),  # two bars and their tracks
@@ -70,7 +50,7 @@ def test_the_dashboard_draws_every_chart(history, live_server, page, monkeypatch
     page.wait_for_function("!document.querySelector('#panel-verdicts').hasAttribute('data-old')")
     assert page.locator("#panel-verdicts svg rect").count() >= 3
 
-    assert _serious(page) == []
-    page.screenshot(path=str(_screenshot_dir() / "dashboard.png"), full_page=True)
+    assert axe_violations(page, impacts=SERIOUS) == []
+    page.screenshot(path=str(screenshot_dir() / "dashboard.png"), full_page=True)
     assert [url for url in requests if not url.startswith(live_server.url)] == []
     assert errors == [], errors

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from apps.core.security import PAGE_OPERATIONS
@@ -16,7 +15,7 @@ from apps.grounding.models import Verdict, Verification
 from apps.knowledge import services as knowledge_services
 from apps.knowledge.models import KnowledgeEntry
 from apps.wikidata.models import FactRun, FactRunStatus
-from tests.browser.test_dashboard import _serious
+from tests.browser.helpers import SERIOUS, axe_violations, log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +61,7 @@ def _paths(seeded: dict[str, object]) -> list[str]:
 def _visit(page, url: str, errors: list[str], violations: list[str]) -> int:
     response = page.goto(url)
     page.wait_for_load_state("networkidle")
-    violations.extend(f"{url}: {found}" for found in _serious(page))
+    violations.extend(axe_violations(page, impacts=SERIOUS))
     return response.status if response else 0
 
 
@@ -79,12 +78,7 @@ def test_every_page_as_anonymous_and_as_an_operator(live_server, page) -> None:
         assert status == 200, (path, status)
         assert page.url.startswith(f"{live_server.url}{path}") or "/admin/login/" in page.url, page.url
 
-    get_user_model().objects.create_superuser("sweep-admin", password="sweep-admin-password")
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "sweep-admin")
-    page.fill("#id_password", "sweep-admin-password")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
+    log_in(live_server, page, username="sweep-admin")
     for path in paths:
         status = _visit(page, f"{live_server.url}{path}", errors, violations)
         assert status == 200, (path, status)

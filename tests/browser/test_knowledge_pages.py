@@ -7,18 +7,15 @@ of each (``CORTEX_SCREENSHOT_DIR``, default ``.cortex/screenshots``) for a perso
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from apps.grounding.models import GroundingMessage, InjectionMode, ReviewStatus, Verdict, Verification
 from apps.knowledge.models import KnowledgeBase, KnowledgeDomain, KnowledgeEntry, KnowledgeSource
 from apps.knowledge.services import entries_embed
 from apps.wikidata.models import FactRun, FactRunStatus
-from tests.browser.test_memory_pages import HEIGHT, WIDTH, _screenshot_dir
+from tests.browser.helpers import SERIOUS, axe_violations, screenshot_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SERIOUS = {"serious", "critical"}
 
 
 @pytest.fixture
@@ -112,31 +109,6 @@ def known() -> dict[str, object]:
     return {"message": message, "contradicted": contradicted, "run": run}
 
 
-@pytest.fixture
-def signed_in(live_server, page):
-    get_user_model().objects.create_superuser("know-admin", password="know-admin-password")
-    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "know-admin")
-    page.fill("#id_password", "know-admin-password")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
-    return page
-
-
-def _serious_violations(page) -> list[str]:
-    axe = pytest.importorskip(
-        "axe_playwright_python.sync_playwright",
-        reason="axe checks need axe-playwright-python (requirements/dev.txt)",
-    )
-    results = axe.Axe().run(page)
-    return [
-        f"{page.url} {violation['id']} ({violation['impact']}): {violation['help']}"
-        for violation in results.response["violations"]
-        if violation.get("impact") in SERIOUS
-    ]
-
-
 def test_the_knowledge_pages_read_well_in_a_browser(known, live_server, signed_in) -> None:
     page = signed_in
     errors: list[str] = []
@@ -145,48 +117,48 @@ def test_the_knowledge_pages_read_well_in_a_browser(known, live_server, signed_i
         lambda message: errors.append(page.url + " " + message.text) if message.type == "error" else None,
     )
     page.on("pageerror", lambda error: errors.append(str(error)))
-    shots = _screenshot_dir()
+    shots = screenshot_dir()
     violations: list[str] = []
 
     page.goto(f"{live_server.url}/knowledge")
     page.evaluate("window.loadedOnce = true")  # survives only if the page is never reloaded
     assert page.locator("#knowledge-results tbody tr").count() == 2
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.fill("#id_q", "how should passwords be hashed")
     page.click("#knowledge-search button[type=submit]")
     page.wait_for_url("**/knowledge?q=how*")
     page.wait_for_selector(".knowledge-hit")
     assert page.evaluate("window.loadedOnce") is True
     assert page.locator(".knowledge-hit").first.get_attribute("data-entry-id") == "SEC-031"
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.screenshot(path=str(shots / "knowledge-search.png"), full_page=True)
 
     page.locator(".knowledge-hit h3 a").first.click()
     page.wait_for_url("**/knowledge/SEC-031")
     assert page.locator("table.citing tbody tr").count() == 1
     assert "Fresh: last verified 40 days ago." in page.inner_text(".staleness")
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.screenshot(path=str(shots / "knowledge-entry.png"), full_page=True)
 
     page.goto(f"{live_server.url}/verifications?status=all")
     assert page.locator(".verdict-counts li").count() == 3
     assert page.locator("table.verifications .confidence-bar svg").count() == 2
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.screenshot(path=str(shots / "verifications-counts.png"), full_page=True)
 
     page.goto(f"{live_server.url}/verifications/{known['contradicted'].pk}")
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.screenshot(path=str(shots / "verification-detail.png"), full_page=True)
     page.click("text=The whole message")
     page.wait_for_url(f"**/verifications/messages/{known['message'].pk}")
     assert page.locator("table.verifications tbody tr").count() == 2
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.screenshot(path=str(shots / "grounding-message.png"), full_page=True)
 
     page.goto(f"{live_server.url}/facts/runs/{known['run'].pk}")
     assert page.locator("table.knowledge-answers tbody tr").count() == 1
     assert "This run found no facts." not in page.content()
-    violations += _serious_violations(page)
+    violations += axe_violations(page, impacts=SERIOUS)
     page.screenshot(path=str(shots / "fact-run-degraded.png"), full_page=True)
 
     assert violations == []

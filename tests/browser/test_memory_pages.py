@@ -4,30 +4,17 @@ memory, pin it in place; no console errors, no axe violations, and a screenshot 
 
 from __future__ import annotations
 
-import os
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from apps.memory.models import Memory
 from apps.memory.services import Scope, TellItem, memories_reinforce, memory_tell
+from tests.browser.helpers import axe_violations, screenshot_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-WIDTH, HEIGHT = 1280, 900
-
-
-def _screenshot_dir() -> Path:
-    directory = Path(
-        os.environ.get("CORTEX_SCREENSHOT_DIR") or Path(settings.BASE_DIR) / ".cortex" / "screenshots"
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
 
 
 @pytest.fixture
@@ -72,27 +59,6 @@ def memories(make_token) -> dict[str, str]:
     return {"frankfurt": frankfurt, "old": old}
 
 
-@pytest.fixture
-def signed_in(live_server, page):
-    get_user_model().objects.create_superuser("memory-admin", password="memory-admin-password")
-    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "memory-admin")
-    page.fill("#id_password", "memory-admin-password")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
-    return page
-
-
-def _axe_violations(page) -> str:
-    axe = pytest.importorskip(
-        "axe_playwright_python.sync_playwright",
-        reason="axe checks need axe-playwright-python (requirements/dev.txt)",
-    )
-    results = axe.Axe().run(page)
-    return results.generate_report() if results.violations_count else ""
-
-
 def test_the_memory_pages_read_well_in_a_browser(memories, live_server, signed_in) -> None:
     page = signed_in
     errors: list[str] = []
@@ -101,12 +67,12 @@ def test_the_memory_pages_read_well_in_a_browser(memories, live_server, signed_i
         lambda message: errors.append(page.url + " " + message.text) if message.type == "error" else None,
     )
     page.on("pageerror", lambda error: errors.append(str(error)))
-    shots = _screenshot_dir()
+    shots = screenshot_dir()
 
     page.goto(f"{live_server.url}/memories")
     page.evaluate("window.loadedOnce = true")  # survives only if the page is never reloaded
     assert page.locator("#memory-results tbody tr").count() == 6
-    assert _axe_violations(page) == ""
+    assert axe_violations(page) == []
     page.screenshot(path=str(shots / "memories-list.png"), full_page=True)
 
     page.fill("#id_q", "Where does the staging database run?")
@@ -120,7 +86,7 @@ def test_the_memory_pages_read_well_in_a_browser(memories, live_server, signed_i
         "rects => rects.map(r => r.getAttribute('class'))"
     )
     assert classes == ["bar-track", "c-domain", "c-temporal", "c-semantic", "c-frequency"]
-    assert _axe_violations(page) == ""
+    assert axe_violations(page) == []
     page.screenshot(path=str(shots / "memories-ranked.png"), full_page=True)
 
     first.locator("th a").click()
@@ -128,7 +94,7 @@ def test_the_memory_pages_read_well_in_a_browser(memories, live_server, signed_i
     assert page.locator(".decay-chart svg polyline").count() == 2
     assert page.locator(".supersession-chain li").count() == 2
     assert page.locator("table.accesses tbody tr").count() == 2
-    assert _axe_violations(page) == ""
+    assert axe_violations(page) == []
     page.screenshot(path=str(shots / "memory-detail.png"), full_page=True)
 
     page.click(f"#memory-actions-{memories['frankfurt']} button:has-text('Pin')")

@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from apps.ontology.models import OntologyProposal
-from tests.browser.test_memory_pages import HEIGHT, WIDTH, _axe_violations, _screenshot_dir
+from tests.browser.helpers import HEIGHT, WIDTH, axe_violations, log_in, screenshot_dir
 from tests.ontology.test_query_and_propose import CREATE, ontology, propose, writer  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,22 +22,17 @@ def test_the_ontology_pages_read_well_in_a_browser(
 ) -> None:
     _, client = writer
     staged = propose(client, CREATE).json()["proposal"]
-    get_user_model().objects.create_superuser("onto-admin", password="onto-admin-password")
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
-    page.goto(f"{live_server.url}/admin/login/?next=/ontology")
-    page.fill("#id_username", "onto-admin")
-    page.fill("#id_password", "onto-admin-password")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/ontology")
+    log_in(live_server, page, username="onto-admin", next_path="/ontology")
     errors: list[str] = []
     page.on("console", lambda m: errors.append(page.url + " " + m.text) if m.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
-    shots = _screenshot_dir()
+    shots = screenshot_dir()
 
     page.goto(f"{live_server.url}/ontology")
     page.evaluate("window.loadedOnce = true")
     assert page.locator(".ontology-classes li").count() > 100
-    assert _axe_violations(page) == ""
+    assert axe_violations(page) == []
     page.screenshot(path=str(shots / "ontology-index.png"))
 
     page.fill("#id_q", "SQL injection")
@@ -52,11 +46,11 @@ def test_the_ontology_pages_read_well_in_a_browser(
     page.goto(f"{live_server.url}/ontology/CWE89SqlInjection")
     assert page.locator(".neighbourhood svg .node").count() >= 4
     assert page.locator(".ontology-inferred .badge").first.inner_text() == "inferred (OWL 2 RL)"
-    assert _axe_violations(page) == ""
+    assert axe_violations(page) == []
     page.screenshot(path=str(shots / "ontology-class.png"), full_page=True)
 
     page.goto(f"{live_server.url}/ontology/proposals")
-    assert _axe_violations(page) == ""
+    assert axe_violations(page) == []
     page.screenshot(path=str(shots / "ontology-proposals.png"), full_page=True)
     page.click(f"#proposal-{staged['proposal_id']} button:has-text('Approve')")
     page.wait_for_selector(f"#proposal-{staged['proposal_id']} .badge-ok:has-text('merged')")
