@@ -73,16 +73,22 @@ SHARED_PROCESSORS: list[Processor] = [
 ]
 
 
-def json_formatter() -> structlog.stdlib.ProcessorFormatter:
-    """The formatter named in settings.LOGGING: one JSON object per line."""
+def _formatter(renderer: Any) -> structlog.stdlib.ProcessorFormatter:
+    """Records of structlog and of the standard library alike, through the shared processors to
+    ``renderer``."""
     return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=SHARED_PROCESSORS,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            renderer,
         ],
     )
+
+
+def json_formatter() -> structlog.stdlib.ProcessorFormatter:
+    """The formatter named in settings.LOGGING: one JSON object per line."""
+    return _formatter(structlog.processors.JSONRenderer())
 
 
 # Keys every line has; a readable line shows them in its own places (or not at all: brand).
@@ -126,14 +132,7 @@ def _render_readable(logger: Any, method_name: str, event_dict: MutableMapping[s
 
 def readable_formatter() -> structlog.stdlib.ProcessorFormatter:
     """Readable lines for a terminal (:func:`readable_line`), from the same processors as JSON."""
-    return structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=SHARED_PROCESSORS,
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.format_exc_info,
-            _render_readable,
-        ],
-    )
+    return _formatter(_render_readable)
 
 
 def _is_terminal(stream: TextIO | None) -> bool:
