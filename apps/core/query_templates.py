@@ -51,7 +51,10 @@ class QueryTemplate:
         self._compiled: dict[Hashable, _Compiled] = {}
 
     def sql_with_params(self, *, shape: Hashable, values: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
-        compiled = self._compile(shape)
+        return self._filled(self._compile(shape), values)
+
+    @staticmethod
+    def _filled(compiled: _Compiled, values: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
         params = list(compiled.params)
         for position, name in compiled.slots:
             params[position] = values[name]
@@ -61,15 +64,15 @@ class QueryTemplate:
         self, *, shape: Hashable, values: Mapping[str, Any], using: str = DEFAULT_DB_ALIAS
     ) -> list[tuple[Any, ...]]:
         """The rows, each value converted as ``values_list`` would have converted it."""
-        sql, params = self.sql_with_params(shape=shape, values=values)
+        compiled = self._compile(shape)
+        sql, params = self._filled(compiled, values)
         connection = connections[using]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-        converters = self._compile(shape).converters
-        if not converters:
+        if not compiled.converters:
             return rows
-        return list(self._converted(rows, converters, connection))
+        return list(self._converted(rows, compiled.converters, connection))
 
     @staticmethod
     def _converted(
