@@ -122,6 +122,7 @@ MIDDLEWARE = [
     "apps.core.middleware.AgentApiErrorShapeMiddleware",
     "apps.core.middleware.DependencyOutageMiddleware",
     "apps.core.middleware.RequestBodyLimitMiddleware",
+    "apps.core.middleware.JsonNestingLimitMiddleware",
     "apps.core.middleware.UnstorableTextMiddleware",
     "apps.core.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -204,6 +205,9 @@ CORTEX_CONTENT_SECURITY_POLICY = env.str(
 # Request bodies on the APIs above this size are answered 413 before parsing.
 CORTEX_MAX_BODY_BYTES = env.int("CORTEX_MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = CORTEX_MAX_BODY_BYTES
+# JSON nested deeper than this (bodies, and JSON in /api/ form fields) is a 400 at the edge: parsers and
+# validators recurse, and a 10,000-level document would otherwise exhaust the stack (RecursionError, a 500).
+CORTEX_MAX_JSON_DEPTH = env.int("CORTEX_MAX_JSON_DEPTH", default=64)
 
 # --- Cache, Celery -------------------------------------------------------------------
 
@@ -286,7 +290,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.DrfTokenScopePermission"],
     "EXCEPTION_HANDLER": "apps.core.errors.drf_exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # ?limit= 1-1000 and ?offset= from 0, else a 400 saying so (never a bigint overflow in SQL).
+    "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
     # /api/openapi.json: DRF's OpenAPI generator with each operation's error responses.

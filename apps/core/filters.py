@@ -49,3 +49,21 @@ def filter_choice(params: Mapping[str, str], name: str, choices: Iterable[str]) 
     if value not in allowed:
         raise _refuse(name, "one of " + ", ".join(allowed), value)
     return value
+
+
+def filter_whole_number(params: Mapping[str, str], name: str, *, minimum: int, maximum: int) -> int | None:
+    """A whole number in ``minimum``–``maximum`` written in plain digits. Present but empty, signed,
+    fractional or out of range is refused: a lenient parse would pass a number the database cannot
+    take (past bigint) or quietly answer something other than what was asked."""
+    if name not in params:
+        return None
+    value = params[name]
+    # Plain ASCII digits only (str.isdigit takes '²' and int() takes ' 1_0 '), and few enough of
+    # them that int() stays cheap on a hostile value.
+    number = int(value) if value.isascii() and value.isdigit() and len(value) <= 40 else None
+    if number is None or not minimum <= number <= maximum:
+        raise InvalidParameter(
+            f"?{name}= takes a whole number from {minimum} to {maximum}, not {printable(value)[:60]!r}.",
+            details={"parameter": name, "minimum": minimum, "maximum": maximum},
+        )
+    return number

@@ -36,6 +36,7 @@ from apps.core.text import printable, text_problem, unstorable_paths, unstorable
 CORRELATION_HEADER = "X-Request-ID"
 API_PREFIXES = ("/v1/", "/api/", "/ontology-agent/")
 AGENT_API_PREFIX = ("/v1/", "/ontology-agent/")
+RESOURCE_API_PREFIX = "/api/"
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$", re.IGNORECASE)
 # Bytes that can put NUL or a surrogate into a parsed JSON document: a \u escape, a raw NUL, or a
@@ -131,6 +132,73 @@ class RequestBodyLimitMiddleware:
         return self.get_response(request)
 
 
+def json_nested_too_deep(document: bytes | str, limit: int) -> bool:
+    """Whether a JSON text nests arrays and objects more than ``limit`` levels deep.
+
+    Parsers and validators recurse on nesting, so a 10,000-level document exhausts the stack
+    (RecursionError) wherever it is read. Cheap for ordinary bodies: one with at most ``limit``
+    brackets cannot be deeper, and is never parsed here. A text that is not JSON is not too deep
+    (the endpoint says what is wrong with it), unless parsing it already ran out of stack.
+    """
+    opening = ("[", "{") if isinstance(document, str) else (b"[", b"{")
+    if sum(document.count(bracket) for bracket in opening) <= limit:  # type: ignore[arg-type]
+        return False
+    try:
+        parsed = json.loads(document)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+    # Iterative, for the same reason: (value, its depth) of every array and object still to visit.
+    stack: list[tuple[Any, int]] = [(parsed, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _nesting_error(limit: int, path: str) -> BadRequest:
+    """``path`` as the other edge errors name places: ``body``, ``body.<form field>``."""
+    return BadRequest(
+        f"The JSON in {path} is nested more than {limit} levels deep; send a flatter document.",
+        details={"maxDepth": limit, "path": path},
+    )
+
+
+class JsonNestingLimitMiddleware:
+    """JSON nested deeper than ``CORTEX_MAX_JSON_DEPTH`` is refused here, once, with a 400 saying the
+    limit: a JSON body on any path, and on ``/api/`` each form field (DRF parses JSONField values
+    sent in forms).
+
+    It also reads the body of every API request before anything parses its form: once Django has
+    read a multipart form from the stream, ``request.body`` can no longer be read, and ninja reads it
+    to refuse a non-JSON body with 415 (``RawPostDataException``, a 500, otherwise). API bodies are
+    already bounded by ``RequestBodyLimitMiddleware``.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.limit = settings.CORTEX_MAX_JSON_DEPTH
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            if _is_api(request):
+                request.body  # noqa: B018 - cached, so that the form parser and request.body both work
+            content_type = request.content_type or ""
+            if is_json_media_type(content_type) and json_nested_too_deep(request.body, self.limit):
+                return _edge_error(request, _nesting_error(self.limit, "body"))
+            if request.path.startswith(RESOURCE_API_PREFIX) and content_type in FORM_MEDIA_TYPES:
+                for name, values in _form(request, content_type).lists():
+                    if any(json_nested_too_deep(value, self.limit) for value in values):
+                        return _edge_error(request, _nesting_error(self.limit, f"body.{printable(name)}"))
+        return self.get_response(request)
+
+
 def _querydict_problems(data: QueryDict, where: str) -> list[tuple[str, str]]:
     problems = []
     for key, values in data.lists():
@@ -166,7 +234,9 @@ def request_text_problems(request: HttpRequest) -> list[tuple[str, str]]:
     if request.method in ("POST", "PUT", "PATCH", "DELETE"):
         if is_json_media_type(content_type):
             problems += _json_problems(request.body)
-        elif content_type in FORM_MEDIA_TYPES:
+        elif content_type in FORM_MEDIA_TYPES and not request.path.startswith(AGENT_API_PREFIX):
+            # The JSON APIs read no forms (a form body is a 415 there): parsing one here could only
+            # fail first (a multipart body without a boundary is a 400) or check text nothing reads.
             problems += _querydict_problems(_form(request, content_type), "body")
     return problems
 
