@@ -354,6 +354,13 @@ CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
 CORTEX_CONNECTORS_MANIFEST = env.path(
     "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"
 )
+# The environment variables connectors may name (endpointEnv, auth.secretEnv): names or `…*` patterns,
+# each under CORTEX_CONNECTOR_ (others allow nothing); plus endpoint-only variables that hold
+# addresses, never secrets. CortexWeb's own secrets can never be allowed (apps/connectors/environment.py).
+CORTEX_CONNECTORS_ENV_ALLOW = env.list("CORTEX_CONNECTORS_ENV_ALLOW", default=["CORTEX_CONNECTOR_*"])
+CORTEX_CONNECTORS_ENDPOINT_ENV = env.list(
+    "CORTEX_CONNECTORS_ENDPOINT_ENV", default=["WIKIDATA_MCP_URL", "ARXIV_API_URL"]
+)
 
 # Feature flags. A flagged-off connector is absent from the service map, the catalogue and plans,
 # and its endpoints answer 503 naming the flag.

@@ -7,7 +7,7 @@ class ConnectorsConfig(AppConfig):
     verbose_name = "Connectors"
 
     def ready(self) -> None:
-        from apps.connectors import signals  # noqa: F401 - registers the cache invalidation receivers
+        from apps.connectors import checks, signals  # noqa: F401 - registers system checks and cache receivers
         from apps.core.default_data import default_data_loader_register
 
         default_data_loader_register(loader="apps.connectors.services.manifest_load_default_if_empty")

@@ -572,8 +572,9 @@ def connector_test_connection(*, slug: str) -> dict[str, Any]:
     """For the admin: can this connector be reached (MCP), or does every tool have an adapter (native)?"""
     connector = _connector_get(slug)
     if connector.transport == Transport.MCP:
-        endpoint = connector_endpoint(connector)
+        endpoint = connector.endpoint  # until the endpoint variable is known to be readable
         try:
+            endpoint = connector_endpoint(connector)
             count, latency_ms = mcp_client.ping(connector)
         except UpstreamError as error:
             return {

@@ -21,6 +21,7 @@ from django.conf import settings
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.connectors.environment import endpoint_env_refusal, env_name_refusal
 from apps.connectors.schema_refs import remote_refs
 from apps.core.outbound import url_refusal
 
@@ -152,7 +153,13 @@ def _connector_errors(connector: dict[str, Any], path: str) -> list[ManifestErro
     refusal = url_refusal(connector["endpoint"])
     if refusal:
         errors.append(ManifestError(f"{path}.endpoint", f"Endpoint refused: {refusal}"))
+    endpoint_env = endpoint_env_refusal(connector.get("endpointEnv", ""))
+    if endpoint_env:
+        errors.append(ManifestError(f"{path}.endpointEnv", endpoint_env))
     auth = connector["auth"]
+    secret_env = env_name_refusal(auth.get("secretEnv", ""), endpoint=False)
+    if secret_env:
+        errors.append(ManifestError(f"{path}.auth.secretEnv", secret_env))
     if auth["type"] != "none" and "secretEnv" not in auth:
         errors.append(
             ManifestError(

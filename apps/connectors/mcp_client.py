@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from apps.connectors.environment import connector_env_read
 from apps.connectors.models import AuthType, Connector
 from apps.connectors.selectors import connector_endpoint
 from apps.core.errors import UpstreamError
@@ -74,11 +74,12 @@ def connector_timeout(connector: Connector) -> float:
 
 
 def connector_headers(connector: Connector) -> dict[str, str]:
-    """User-Agent, correlation id and the connector's credentials (read from its environment variable)."""
+    """User-Agent, correlation id and the connector's credentials (read from its environment variable,
+    when the connector may read it: a refused name is never read)."""
     headers = default_headers()
     if connector.auth_type == AuthType.NONE:
         return headers
-    secret = os.environ.get(connector.auth_secret_env or "", "")
+    secret = connector_env_read(connector.slug, connector.auth_secret_env, endpoint=False)
     if not secret:
         raise upstream_error(
             f"Connector '{connector.slug}' needs a secret in the environment variable "

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
+from apps.connectors.environment import validate_auth_secret_env, validate_endpoint_env
 from apps.connectors.schema_refs import schema_refusal
 
 TOOL_NAME_PATTERN = r"^[a-z0-9._-]{1,64}$"
@@ -98,12 +99,19 @@ class Connector(models.Model):
     version = models.CharField(max_length=64)
     transport = models.CharField(max_length=16, choices=Transport.choices)
     endpoint = models.URLField(max_length=500, help_text="Used when the endpoint variable is unset.")
+    # Names, never values; which names a connector may read is apps.connectors.environment's rule.
     endpoint_env = models.CharField(
-        max_length=100, blank=True, help_text="Environment variable that overrides the endpoint."
+        max_length=100,
+        blank=True,
+        validators=[validate_endpoint_env],
+        help_text="Environment variable that overrides the endpoint.",
     )
     auth_type = models.CharField(max_length=16, choices=AuthType.choices, default=AuthType.NONE)
     auth_secret_env = models.CharField(
-        max_length=100, blank=True, help_text="Environment variable holding the secret (never the secret)."
+        max_length=100,
+        blank=True,
+        validators=[validate_auth_secret_env],
+        help_text="Environment variable holding the secret (never the secret).",
     )
     auth_header = models.CharField(max_length=100, blank=True, help_text="Header name for API-key auth.")
     scopes = ArrayField(models.CharField(max_length=100), default=list, blank=True)

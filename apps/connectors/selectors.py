@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ from django.db.models import Prefetch
 from ulid import ULID
 
 from apps.connectors.adapters import adapter_input_schema
+from apps.connectors.environment import connector_endpoint_in_effect
 from apps.connectors.models import Connector, RemoteTool, ToolAlias, connectors_switched_off
 from apps.connectors.registry_watch import watch
 from apps.connectors.services import REGISTRY_VERSION_KEY
@@ -25,12 +25,11 @@ SERVICE_MAP_CACHE_KEY = "cortex:connectors:service-map:{version}"
 
 
 def connector_endpoint(connector: Connector) -> str:
-    """The endpoint in effect: the connector's environment variable when set, else the stored URL."""
-    return _endpoint(connector.endpoint, connector.endpoint_env)
-
-
-def _endpoint(stored: str, variable: str) -> str:
-    return (os.environ.get(variable) if variable else None) or stored
+    """Where calls go: the connector's endpoint variable when it is set (and the connector may read
+    it), else the stored URL. Never published: the map and the pages show the stored URL."""
+    return connector_endpoint_in_effect(
+        connector.slug, endpoint=connector.endpoint, endpoint_env=connector.endpoint_env
+    )
 
 
 # A tool whose arguments nobody declared (and no sync has recorded) still gets an object schema:
@@ -77,7 +76,8 @@ def _published_tool(
 
 
 def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, Any]:
-    """The unsigned service map: every connector as agents see it; internals never published.
+    """The unsigned service map: every connector as agents see it; internals (aliases, variable
+    names, values from the environment) never published.
 
     Reads plain column values (two queries, no model instances): the map of a large
     registry must build in well under 50 ms.
@@ -110,7 +110,6 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
             "slug",
             "version",
             "endpoint",
-            "endpoint_env",
             "auth_type",
             "scopes",
             "ttl_seconds",
@@ -122,7 +121,9 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
         entry: dict[str, Any] = {
             "id": row["slug"],
             "version": row["version"],
-            "endpoint": _endpoint(row["endpoint"], row["endpoint_env"]),
+            # The stored URL, never a value from the environment (an endpoint variable may point
+            # inside the network, or be misnamed to hold a secret).
+            "endpoint": row["endpoint"],
             "auth": {"type": row["auth_type"]},
             "scopes": row["scopes"],
             "ttlSeconds": row["ttl_seconds"],
@@ -278,7 +279,6 @@ def tool_resolve(*, name: str) -> RemoteTool:
 @dataclass
 class CatalogueEntry:
     connector: Connector
-    endpoint: str
     tools: list[RemoteTool]
 
 
@@ -304,5 +304,5 @@ def catalogue_entries(
             tool for tool in tools if wanted_tags <= set(tool.tags) and wanted_scopes <= set(tool.scopes)
         ]
         if matching or not (tags or scopes):
-            entries.append(CatalogueEntry(connector, connector_endpoint(connector), matching))
+            entries.append(CatalogueEntry(connector, matching))
     return entries, all_tags, all_scopes

@@ -362,8 +362,10 @@ def test_rate_limit_refuses_calls_past_the_timeout(wikidata_mcp, write_client) -
 
 
 def test_bearer_and_api_key_auth_come_from_the_environment(wikidata_mcp, monkeypatch) -> None:
-    monkeypatch.setenv("WIKIDATA_MCP_TOKEN", "s3cret")
-    Connector.objects.filter(slug="wikidata").update(auth_type="bearer", auth_secret_env="WIKIDATA_MCP_TOKEN")
+    monkeypatch.setenv("CORTEX_CONNECTOR_WIKIDATA_TOKEN", "s3cret")
+    Connector.objects.filter(slug="wikidata").update(
+        auth_type="bearer", auth_secret_env="CORTEX_CONNECTOR_WIKIDATA_TOKEN"
+    )
     tool_call(name="wikidata.get_claims", arguments={"entity_id": "Q42"})
     assert {request["headers"].get("authorization") for request in wikidata_mcp.requests} == {"Bearer s3cret"}
 
@@ -372,11 +374,11 @@ def test_bearer_and_api_key_auth_come_from_the_environment(wikidata_mcp, monkeyp
     tool_call(name="wikidata.get_claims", arguments={"entity_id": "Q42"})
     assert {request["headers"].get("x-api-key") for request in wikidata_mcp.requests} == {"s3cret"}
 
-    monkeypatch.delenv("WIKIDATA_MCP_TOKEN")
+    monkeypatch.delenv("CORTEX_CONNECTOR_WIKIDATA_TOKEN")
     with pytest.raises(UpstreamError) as raised:
         tool_call(name="wikidata.get_claims", arguments={"entity_id": "Q42"})
     assert raised.value.message == (
-        "Connector 'wikidata' needs a secret in the environment variable 'WIKIDATA_MCP_TOKEN', "
+        "Connector 'wikidata' needs a secret in the environment variable 'CORTEX_CONNECTOR_WIKIDATA_TOKEN', "
         "which is not set."
     )
 

@@ -87,10 +87,12 @@ def test_map_has_the_seed_shape_and_a_valid_signature(default_registry: dict, mo
         assert internal not in text
 
 
-def test_endpoint_variable_overrides_the_stored_endpoint(default_registry: dict, monkeypatch) -> None:
+def test_endpoint_variable_is_not_published(default_registry: dict, monkeypatch) -> None:
+    """Calls go to WIKIDATA_MCP_URL; the map shows the stored endpoint (issue 23: nothing published
+    comes from the environment)."""
     monkeypatch.setenv("WIKIDATA_MCP_URL", "http://127.0.0.1:8765/mcp/")
     wikidata = selectors.service_map_payload()["connectors"][2]
-    assert wikidata["endpoint"] == "http://127.0.0.1:8765/mcp/"
+    assert wikidata["endpoint"] == "https://wd-mcp.wmcloud.org/mcp/"
 
 
 def test_etag_revalidation_answers_304(default_registry: dict) -> None:
