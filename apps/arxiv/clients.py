@@ -30,7 +30,7 @@ from django.conf import settings
 from apps.arxiv.parsing import ArxivApiError, ArxivFeedError, ArxivPage, parse_feed
 from apps.arxiv.query import build_id_params
 from apps.core.errors import UpstreamError
-from apps.core.http import build_client, parse_retry_after
+from apps.core.http import build_client, parse_retry_after, timeout_before
 from apps.core.logging import get_logger
 
 DEFAULT_API_URL = "https://export.arxiv.org/api/query"
@@ -112,11 +112,15 @@ class ArxivClient:
         timeout: float | None = None,
         gate: Gate | None = None,
         before_send: Callable[[], object] | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.api_url = api_url or arxiv_api_url()
         self.timeout = timeout if timeout is not None else arxiv_timeout()
         self.gate: Gate = gate or contextlib.nullcontext
         self.before_send: Callable[[], object] = before_send or (lambda: None)
+        # A time.monotonic() instant no request may outlast (a run's deadline): each request is
+        # refused after it and its timeouts are cut to what is left before it.
+        self.deadline = deadline
 
     def request_page(self, params: Sequence[tuple[str, str]]) -> ArxivPage:
         """Exactly one HTTP GET with these (unencoded) parameters; see the module docstring."""
@@ -127,6 +131,9 @@ class ArxivClient:
             with self.gate(), build_client(timeout=self.timeout) as http:
                 request = http.build_request("GET", self.api_url, params=list(params))
                 self.before_send()
+                # After the spacing's wait: what is left before the deadline bounds this request.
+                timeout = timeout_before(self.deadline, read=self.timeout, upstream="arxiv", name="arXiv")
+                request.extensions["timeout"] = timeout.as_dict()
                 response = http.send(request)
         except httpx.TimeoutException as exc:
             raise UpstreamError(

@@ -105,6 +105,7 @@ class SearchRun(TrackedRun):
     cached_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
 
     execute_task = "apps.arxiv.tasks.search_run_execute_task"
+    deadline_setting = "ARXIV_RUN_DEADLINE_SECONDS"
     objects = SearchRunQuerySet.as_manager()
 
     class Meta:

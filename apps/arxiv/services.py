@@ -30,12 +30,13 @@ from apps.arxiv.parsing import ArxivEntry, ArxivPage
 from apps.arxiv.query import build_id_params, build_search_params, normalize_id_list
 from apps.arxiv.schemas import SearchIn
 from apps.core.errors import FeatureDisabled, RateLimited, UpstreamError, error_type
+from apps.core.http import deadline_check
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.ratelimit import ConnectionLock, MinimumSpacing, RateLimiter
 from apps.core.retries import RetryPolicy, call_with_retries
 from apps.core.runs import (
     RunSuperseded,
-    run_deadline_start,
+    run_deadline,
     run_enqueue,
     run_execute,
     run_failure,
@@ -222,12 +223,13 @@ def _announce_start(run: SearchRun) -> None:
 
 def _execute(run: SearchRun) -> SearchRun:
     started = time.perf_counter()
-    # On a first execution the deadline counts from submission: time queued is part of the wait.
-    deadline = time.monotonic() + settings.ARXIV_RUN_DEADLINE_SECONDS - run_deadline_start(run=run)
+    # Counted from submission on every execution: time queued, and a lost worker's, are part of it.
+    deadline = run_deadline(run=run)
     progress = _Progress()
     client = ArxivClient(
         api_url=settings.ARXIV_API_URL,
         timeout=settings.ARXIV_TIMEOUT_SECONDS,
+        deadline=deadline,
         gate=lambda: _gate(deadline, progress),
         before_send=lambda: _claim_send(progress),
     )
@@ -243,6 +245,8 @@ def _execute(run: SearchRun) -> SearchRun:
 
 @contextlib.contextmanager
 def _gate(deadline: float, progress: _Progress) -> Iterator[None]:
+    # Past the deadline nothing is sent, and no slot is taken (a limiter grants a free one to anyone).
+    deadline_check(deadline, upstream=LIMITER_NAME, name="arXiv")
     limiter = arxiv_limiter()
     with upstream_request_recorded(upstream=LIMITER_NAME, budget_per_hour=limiter.per_hour) as tally:
         waited = tally.waited_seconds = limiter.acquire(deadline=deadline)
@@ -250,7 +254,7 @@ def _gate(deadline: float, progress: _Progress) -> Iterator[None]:
             progress.rate_limit_waits += 1
             progress.waited_seconds += waited
             arxiv_metrics.rate_limit_hits_total.inc()
-        with arxiv_connection_lock().hold(deadline=max(deadline, time.monotonic() + 1)):
+        with arxiv_connection_lock().hold(deadline=deadline):
             yield
 
 
@@ -266,8 +270,14 @@ def _search_with_retries(
         return client.search(params)
 
     def past_deadline(error: UpstreamError, delay: float) -> RateLimited:
+        # A read cut short at the deadline is a timeout, not arXiv asking us to wait.
+        why = (
+            f"arXiv asked us to wait {delay:.1f} s, past this run's deadline"
+            if error.retry_after
+            else f"{error.message}, and this run's deadline leaves no time to retry"
+        )
         return RateLimited(
-            f"arXiv asked us to wait {delay:.1f} s, past this run's deadline; retry later.",
+            f"{why}; retry later.",
             retry_after=delay,
             details={"limiter": LIMITER_NAME},
         )

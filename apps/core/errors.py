@@ -160,6 +160,20 @@ class UpstreamError(ApplicationError):
         self.retry_after = retry_after
 
 
+class DeadlineReached(UpstreamError):
+    """A request to an upstream that was not sent: the caller's deadline (a run's) had passed.
+
+    Terminal — retrying cannot bring time back — and raised before any limiter slot or connection
+    is taken, so a run past its deadline starts no request (issue #23)."""
+
+    def __init__(self, *, upstream: str, name: str) -> None:
+        super().__init__(
+            f"the deadline passed before a request to {name} could start",
+            details={"upstream": upstream, "reason": "deadline", "retryable": False},
+            retryable=False,
+        )
+
+
 def error_type(error: ApplicationError) -> str:
     """How a failure is filed on runs and in metrics: the upstream's ``reason`` (timeout, connection,
     configuration …) when it gave one, else ``retryable`` or ``terminal``."""

@@ -28,6 +28,7 @@ import httpx
 import httpx2
 from django.conf import settings
 
+from apps.core.errors import DeadlineReached
 from apps.core.logging import current_correlation_id
 from apps.core.outbound import GuardedAsyncBackend2, GuardedSyncBackend
 
@@ -139,6 +140,23 @@ def timeout_until(deadline: float | None, *, read: float) -> httpx.Timeout | Non
         read = min(read, left)
     connect = min(float(settings.CORTEX_HTTP_CONNECT_TIMEOUT), read)
     return httpx.Timeout(read, connect=connect, pool=connect)
+
+
+def timeout_before(deadline: float | None, *, read: float | None, upstream: str, name: str) -> httpx.Timeout:
+    """The timeout of one request to ``name`` that must be over by ``deadline`` (``timeout_until``;
+    ``read`` ``None`` is ``CORTEX_HTTP_READ_TIMEOUT``). Raises ``DeadlineReached`` when the deadline
+    has passed: the request is not sent. Called after the limiter's wait, just before sending."""
+    timeout = timeout_until(deadline, read=read if read is not None else settings.CORTEX_HTTP_READ_TIMEOUT)
+    if timeout is None:
+        raise DeadlineReached(upstream=upstream, name=name)
+    return timeout
+
+
+def deadline_check(deadline: float | None, *, upstream: str, name: str) -> None:
+    """``DeadlineReached`` when ``deadline`` has passed: checked before a limiter slot is taken, so a
+    request that cannot be sent spends none of the upstream's budget."""
+    if deadline is not None and deadline - time.monotonic() <= 0:
+        raise DeadlineReached(upstream=upstream, name=name)
 
 
 def full_jitter_delay(

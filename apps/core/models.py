@@ -104,10 +104,13 @@ class TrackedRun(models.Model):
     A worker claims a run (``executions`` + 1, ``heartbeat_at`` set) and beats while it executes;
     the periodic sweep (``apps.core.runs.runs_sweep``) re-enqueues a running run whose heartbeat
     went stale — its worker died — until ``CORTEX_RUN_MAX_EXECUTIONS``, then fails it with the
-    reason. ``execute_task`` is the dotted path of the Celery task that executes a run of the subclass.
+    reason. ``execute_task`` is the dotted path of the Celery task that executes a run of the subclass;
+    ``deadline_setting`` names the setting of its deadline in seconds from submission (every execution
+    counts from there, and the sweep ends a run past it: ``apps.core.runs``), empty for none.
     """
 
     execute_task: str = ""
+    deadline_setting: str = ""
 
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
     executions = models.PositiveIntegerField(

@@ -10,6 +10,14 @@ executes (``heartbeat_at`` every ``CORTEX_RUN_HEARTBEAT_SECONDS``), and the peri
 older than ``CORTEX_RUN_STALE_SECONDS``, and fails it with the reason once it has been started
 ``CORTEX_RUN_MAX_EXECUTIONS`` times.
 
+Deadlines: a run kind with a deadline (``TrackedRun.deadline_setting``, seconds from submission)
+keeps it on every execution — the caller has waited since submitting, whichever worker runs it — so
+an execution gets what is left (``run_deadline``), and its clients start no request after it. The
+sweep ends, as ``failed`` with ``error_type`` ``deadline``, a lost run whose deadline has passed
+(rather than running it again), a queued run no worker started before it, and a run a live worker
+is still executing ``CORTEX_RUN_STALE_SECONDS`` after it (that worker is stuck; its result is fenced
+out).
+
 Duplicate deliveries are harmless: a claim succeeds only for a queued run or a running one whose
 heartbeat went stale, and a finish is fenced by the execution number it claimed, so a worker that
 comes back after its run was handed to another cannot overwrite that one's result.
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -113,12 +122,32 @@ def _beat(model: type[TrackedRun], run_id: Any, execution: int, stop: threading.
         connection.close()  # this thread's own connection
 
 
-def run_deadline_start(*, run: TrackedRun) -> float:
-    """Seconds already spent on the run's budget: time queued counts on a first execution (the API
-    caller is waiting); a re-execution after a lost worker starts a fresh budget."""
-    if run.executions > 1:
-        return 0.0
-    return (timezone.now() - run.created_at).total_seconds()
+def run_deadline_seconds(run: TrackedRun) -> float | None:
+    """The run kind's deadline in seconds from submission (its ``deadline_setting``), or None."""
+    return float(getattr(settings, run.deadline_setting)) if run.deadline_setting else None
+
+
+def run_deadline_at(run: TrackedRun) -> datetime | None:
+    """When the run's deadline passes: its submission plus the deadline, on every execution (time
+    queued and a lost worker's time count too — the caller has been waiting all along)."""
+    seconds = run_deadline_seconds(run)
+    return None if seconds is None else run.created_at + timedelta(seconds=seconds)
+
+
+def run_deadline(*, run: TrackedRun) -> float:
+    """The run's deadline as a ``time.monotonic()`` instant, for its clients and retries; in the past
+    when it has passed (an execution then starts no request and ends at once)."""
+    deadline_at = run_deadline_at(run)
+    if deadline_at is None:
+        raise ValueError(f"{run._meta.label} has no deadline_setting")
+    return time.monotonic() + (deadline_at - timezone.now()).total_seconds()
+
+
+def run_deadline_message(run: TrackedRun) -> str:
+    """Why a run ended at its deadline, naming the setting (``error`` of the run)."""
+    return (
+        f"the run's deadline passed ({run.deadline_setting}={run_deadline_seconds(run):g} s from submission)"
+    )
 
 
 class RunSuperseded(Exception):
@@ -167,7 +196,14 @@ def run_finish(*, run: TrackedRun, duration_seconds: float, **fields: Any) -> bo
     return bool(written)
 
 
-_ERROR_CODES = {WORKER_LOST: "worker_lost", "internal": "internal_error", "rate_limited": "rate_limited"}
+DEADLINE = "deadline"
+
+_ERROR_CODES = {
+    WORKER_LOST: "worker_lost",
+    "internal": "internal_error",
+    "rate_limited": "rate_limited",
+    DEADLINE: "deadline_exceeded",
+}
 
 
 def run_failure(*, run: TrackedRun, **details: Any) -> dict[str, Any] | None:
@@ -196,9 +232,15 @@ class SweepReport:
     requeued: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     redelivered: list[str] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)  # at their deadline
 
     def as_dict(self) -> dict[str, list[str]]:
-        return {"requeued": self.requeued, "failed": self.failed, "redelivered": self.redelivered}
+        return {
+            "requeued": self.requeued,
+            "failed": self.failed,
+            "redelivered": self.redelivered,
+            "ended": self.ended,
+        }
 
 
 def tracked_run_models() -> list[type[TrackedRun]]:
@@ -211,7 +253,7 @@ def runs_sweep() -> SweepReport:
     report = SweepReport()
     for model in tracked_run_models():
         _sweep_model(model, report)
-    if report.requeued or report.failed or report.redelivered:
+    if report.requeued or report.failed or report.redelivered or report.ended:
         logger.warning("runs.swept", **report.as_dict())
     return report
 
@@ -220,6 +262,8 @@ def _sweep_model(model: type[TrackedRun], report: SweepReport) -> None:
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.CORTEX_RUN_STALE_SECONDS)
     redeliver_before = now - timedelta(seconds=settings.CORTEX_RUN_REDELIVER_SECONDS)
+    if model.deadline_setting:
+        _end_past_deadline(model, report, now)
     with transaction.atomic():
         lost = model._default_manager.select_for_update(skip_locked=True).filter(
             Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True, started_at__lt=stale_before),
@@ -244,6 +288,47 @@ def _sweep_model(model: type[TrackedRun], report: SweepReport) -> None:
             run.save(update_fields=["enqueued_at"])
             report.redelivered.append(str(run.pk))
             _send_after_commit(run)
+
+
+def _end_past_deadline(model: type[TrackedRun], report: SweepReport, now: datetime) -> None:
+    """End the runs past their deadline that no live worker will end: lost (stale heartbeat) ones —
+    running them again would answer after the deadline — queued ones, and running ones still beating
+    ``CORTEX_RUN_STALE_SECONDS`` after it (a live worker ends its run at the deadline itself)."""
+    seconds = float(getattr(settings, model.deadline_setting))
+    submitted_before = now - timedelta(seconds=seconds)
+    stale = timedelta(seconds=settings.CORTEX_RUN_STALE_SECONDS)
+    with transaction.atomic():
+        past = model._default_manager.select_for_update(skip_locked=True).filter(
+            Q(status=RunStatus.QUEUED)
+            | Q(status=RunStatus.RUNNING, created_at__lt=submitted_before - stale)
+            | Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - stale)
+            | Q(status=RunStatus.RUNNING, heartbeat_at__isnull=True, started_at__lt=now - stale),
+            created_at__lt=submitted_before,
+        )
+        for run in past:
+            last = run.heartbeat_at or run.started_at
+            if run.status == RunStatus.QUEUED:
+                why = "no worker started it in time; not run."
+            elif last is None or last < now - stale:
+                silent = round((now - last).total_seconds()) if last else None
+                why = f"its worker was lost (no heartbeat for {silent} s); not run again."
+            else:
+                why = "its worker was still running it; not run again."
+            _end_at_deadline(run, why, now)
+            report.ended.append(str(run.pk))
+
+
+def _end_at_deadline(run: TrackedRun, why: str, now: datetime) -> None:
+    deadline_at = run_deadline_at(run)
+    assert deadline_at is not None  # only kinds with a deadline are swept for it
+    late = round((now - deadline_at).total_seconds())
+    run.status, run.error_type, run.finished_at, run.heartbeat_at = RunStatus.FAILED, DEADLINE, now, None
+    run.error = (
+        f"Ended at its deadline ({run.deadline_setting}={run_deadline_seconds(run):g} s from submission), "
+        f"{late} s ago: {why}"
+    )
+    run.save(update_fields=["status", "error", "error_type", "finished_at", "heartbeat_at"])
+    _announce("runs.ended", run)
 
 
 def _fail_lost(run: TrackedRun, silent: int | None, now: datetime) -> None:

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from apps.core.errors import (
     AuthenticationRequired,
+    DeadlineReached,
     NotFound,
     RateLimited,
     UpstreamError,
@@ -298,7 +299,7 @@ def upstream_request_recorded(
     outcome, http_status = UpstreamOutcome.OK, None
     try:
         yield tally
-    except RateLimited:
+    except (RateLimited, DeadlineReached):  # never sent: our limiter, or the caller's deadline, refused it
         outcome = UpstreamOutcome.REFUSED
         raise
     except UpstreamError as error:

@@ -39,7 +39,7 @@ import httpx
 from django.conf import settings
 
 from apps.core.errors import UpstreamError, ValidationFailed
-from apps.core.http import build_client, parse_retry_after
+from apps.core.http import build_client, parse_retry_after, timeout_before
 from apps.core.logging import get_logger
 from apps.wikidata.statements import (
     ENTITY_ID_RE,
@@ -56,6 +56,7 @@ from apps.wikidata.statements import (
 DEFAULT_API_URL = "https://www.wikidata.org/w/api.php"
 UPSTREAM = "wikidata-action-api"
 LIMITER_NAME = "wikidata_action_api"
+NAME = "the Wikidata Action API"  # in messages
 
 # wbgetentities takes at most 50 ids (or titles) per call for ordinary users (500 for high-limit
 # users) — external-apis.md §2.
@@ -376,10 +377,20 @@ def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
 class ActionApiClient:
     """Synchronous Wikidata Action API client; cheap to create, holds no connection between requests."""
 
-    def __init__(self, *, api_url: str | None = None, timeout: float | None = None, gate: Gate | None = None):
+    def __init__(
+        self,
+        *,
+        api_url: str | None = None,
+        timeout: float | None = None,
+        gate: Gate | None = None,
+        deadline: float | None = None,
+    ):
         self.api_url = api_url or action_api_url()
         self.timeout = timeout if timeout is not None else action_api_timeout()
         self.gate: Gate = gate or contextlib.nullcontext
+        # A time.monotonic() instant no request may outlast (a run's deadline): each request is
+        # refused after it and its timeouts are cut to what is left before it.
+        self.deadline = deadline
         self.maxlag = action_api_maxlag()
 
     # -- the seam: exactly one HTTP request
@@ -391,7 +402,8 @@ class ActionApiClient:
         started = time.perf_counter()
         try:
             with self.gate(), build_client(timeout=self.timeout) as http:
-                response = http.get(self.api_url, params=query)
+                timeout = timeout_before(self.deadline, read=self.timeout, upstream=UPSTREAM, name=NAME)
+                response = http.get(self.api_url, params=query, timeout=timeout)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"the Wikidata Action API did not answer in time ({type(exc).__name__})",

@@ -15,7 +15,8 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from apps.core.errors import RateLimited, UpstreamError
+from apps.core.errors import DeadlineReached, RateLimited, UpstreamError
+from apps.core.http import deadline_check
 from apps.core.logging import get_logger
 from apps.core.ratelimit import ConnectionLock, RateLimiter
 from apps.core.retries import RetryPolicy, call_with_retries
@@ -50,10 +51,20 @@ def upstream_limiter(upstream: str) -> RateLimiter:
     return RateLimiter(name, interval=interval, burst=burst)
 
 
+_NAMES = {
+    action_api.UPSTREAM: action_api.NAME,
+    vectordb.UPSTREAM: vectordb.NAME,
+    sparql.UPSTREAM: sparql.NAME,
+}
+
+
 @contextlib.contextmanager
 def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
     """The limiter's slot (refused with ``RateLimited`` if it comes after ``deadline``); for WDQS also
-    the one-query-at-a-time lock. Times the whole request, the wait included."""
+    the one-query-at-a-time lock. Times the whole request, the wait included. Past ``deadline`` it
+    refuses at once with ``DeadlineReached``, taking no slot: a limiter grants a free slot even to a
+    caller out of time."""
+    deadline_check(deadline, upstream=upstream, name=_NAMES[upstream])
     started = time.perf_counter()
     outcome = "ok"
     limiter = upstream_limiter(upstream)
@@ -64,13 +75,16 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
                 wikidata_metrics.rate_limit_waits_total.labels(upstream=upstream).inc()
             if upstream == sparql.UPSTREAM:
                 lock = ConnectionLock(sparql.LIMITER_NAME, ttl=sparql.WDQS_HARD_TIMEOUT_SECONDS + 5)
-                lock_deadline = deadline if deadline is not None else time.monotonic() + 60
-                with lock.hold(deadline=max(lock_deadline, time.monotonic() + 1)):
+                # Waiting for the lock never passes the deadline (the client refuses to send then).
+                with lock.hold(deadline=deadline if deadline is not None else time.monotonic() + 60):
                     yield
             else:
                 yield
     except RateLimited:
         outcome = "rate_limited"
+        raise
+    except DeadlineReached:  # the limiter's wait took what was left: not sent
+        outcome = "deadline"
         raise
     except UpstreamError as error:
         outcome = "retryable" if error.retryable else "terminal"
@@ -83,15 +97,15 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
 
 
 def action_api_client(*, deadline: float | None = None) -> ActionApiClient:
-    return ActionApiClient(gate=lambda: _gate(action_api.UPSTREAM, deadline))
+    return ActionApiClient(gate=lambda: _gate(action_api.UPSTREAM, deadline), deadline=deadline)
 
 
 def vector_db_client(*, deadline: float | None = None) -> VectorDbClient:
-    return VectorDbClient(gate=lambda: _gate(vectordb.UPSTREAM, deadline))
+    return VectorDbClient(gate=lambda: _gate(vectordb.UPSTREAM, deadline), deadline=deadline)
 
 
 def sparql_client(*, deadline: float | None = None) -> SparqlClient:
-    return SparqlClient(gate=lambda: _gate(sparql.UPSTREAM, deadline))
+    return SparqlClient(gate=lambda: _gate(sparql.UPSTREAM, deadline), deadline=deadline)
 
 
 def with_retries(call: Callable[[], T], *, what: str, deadline: float | None = None) -> T:

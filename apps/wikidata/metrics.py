@@ -4,7 +4,8 @@ from prometheus_client import Counter, Histogram
 
 upstream_calls_total = Counter(
     "wikidata_upstream_calls_total",
-    "Requests to Wikidata upstreams by upstream and outcome (ok, retryable, terminal, rate_limited).",
+    "Requests to Wikidata upstreams by upstream and outcome "
+    "(ok, retryable, terminal, rate_limited, deadline).",
     ["upstream", "outcome"],
 )
 upstream_duration_seconds = Histogram(

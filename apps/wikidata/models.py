@@ -51,6 +51,7 @@ class FactRun(TrackedRun):
     )
 
     execute_task = "apps.wikidata.tasks.fact_run_execute_task"
+    deadline_setting = "FACTS_RUN_DEADLINE_SECONDS"
     objects = FactRunQuerySet.as_manager()
 
     class Meta:

@@ -45,7 +45,9 @@ from apps.connectors.planner import plan_create
 from apps.core.errors import ApplicationError, RateLimited, UpstreamError, error_type
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.runs import (
-    run_deadline_start,
+    DEADLINE,
+    run_deadline,
+    run_deadline_message,
     run_enqueue,
     run_execute,
     run_fence,
@@ -219,7 +221,8 @@ def _forget_earlier_execution(run: FactRun) -> None:
 
 def _execute(run: FactRun) -> FactRun:
     started = time.perf_counter()
-    deadline = time.monotonic() + settings.FACTS_RUN_DEADLINE_SECONDS - run_deadline_start(run=run)
+    # Counted from submission on every execution: time queued, and a lost worker's, are part of it.
+    deadline = run_deadline(run=run)
     steps = _Steps(run, _plan_tools(run.plan))
     with tracer.start_as_current_span("facts.run") as span:
         span.set_attribute("cortex.run_id", str(run.pk))
@@ -228,7 +231,7 @@ def _execute(run: FactRun) -> FactRun:
         try:
             candidates = _gather_and_rank(run, steps, deadline)
         except _StepFailed as failure:
-            return _finish_degraded(run, steps, failure, started)
+            return _finish_degraded(run, steps, failure, started, deadline)
         except Exception as error:  # a bug, not an upstream: record it, never leave the run "running"
             logger.exception("facts.run_crashed", run_id=str(run.pk))
             return _finish(run, started, status=FactRunStatus.FAILED, error=str(error), error_type="internal")
@@ -472,8 +475,14 @@ def _finish(run: FactRun, started: float, **fields: Any) -> FactRun:
     return run
 
 
-def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started: float) -> FactRun:
-    reason = f"Wikidata {failure.step} failed: {failure.error.message}"
+def _finish_degraded(
+    run: FactRun, steps: _Steps, failure: _StepFailed, started: float, deadline: float
+) -> FactRun:
+    # Past the deadline the cause is the deadline, whatever the last request said (a read cut short
+    # at the deadline reads as a timeout, a request not sent as DeadlineReached).
+    past_deadline = time.monotonic() >= deadline
+    error = run_deadline_message(run) if past_deadline else failure.error.message
+    reason = f"Wikidata {failure.step} failed: {error}"
     logger.warning(
         "facts.run_degraded",
         run_id=str(run.pk),
@@ -486,13 +495,12 @@ def _finish_degraded(run: FactRun, steps: _Steps, failure: _StepFailed, started:
         copies = selectors.local_facts(run=run)
         _facts_replace(run, copies)
         entry["detail"] = {"facts": len(copies), "knowledge": len(run.knowledge)}
-    fields = _error_fields(failure.error)
     return _finish(
         run,
         started,
         status=FactRunStatus.SUCCEEDED,
         degraded=True,
         degraded_reason=reason,
-        error=failure.error.message,
-        error_type=fields["errorType"],
+        error=error,
+        error_type=DEADLINE if past_deadline else _error_fields(failure.error)["errorType"],
     )

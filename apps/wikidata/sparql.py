@@ -50,13 +50,14 @@ import httpx
 from django.conf import settings
 
 from apps.core.errors import UpstreamError, ValidationFailed
-from apps.core.http import build_client, parse_retry_after
+from apps.core.http import build_client, parse_retry_after, timeout_before
 from apps.core.logging import get_logger
 from apps.wikidata.statements import ITEM_ID_RE, PROPERTY_ID_RE, entity_id_pattern
 
 DEFAULT_SPARQL_URL = "https://query.wikidata.org/sparql"
 UPSTREAM = "wikidata-query-service"
 LIMITER_NAME = "wikidata_sparql"
+NAME = "the Wikidata Query Service"  # in messages
 RESULTS_MEDIA_TYPE = "application/sparql-results+json"
 # Queries longer than this (URL-encoded) are POSTed: URLs past ~8 KB are refused by some proxies,
 # and a margin keeps the whole request line well under that.
@@ -669,11 +670,17 @@ class SparqlClient:
     """Synchronous WDQS client; cheap to create, holds no connection between requests."""
 
     def __init__(
-        self, *, endpoint: str | None = None, timeout: float | None = None, gate: Gate | None = None
+        self,
+        *,
+        endpoint: str | None = None,
+        timeout: float | None = None,
+        gate: Gate | None = None,
+        deadline: float | None = None,
     ):
         self.endpoint = endpoint or sparql_url()
         self.timeout = timeout if timeout is not None else sparql_timeout()
         self.gate: Gate = gate or contextlib.nullcontext
+        self.deadline = deadline  # no query outlasts it (a run's deadline, time.monotonic())
 
     def select(self, query: str, *, timeout: float | None = None) -> SparqlResult:
         """Run one read-only SELECT (or ASK) query; ``timeout`` bounds the read for this query."""
@@ -694,13 +701,21 @@ class SparqlClient:
         try:
             with self.gate(), build_client(timeout=read_timeout) as http:
                 headers = {"Accept": RESULTS_MEDIA_TYPE}
+                bounds = timeout_before(self.deadline, read=read_timeout, upstream=UPSTREAM, name=NAME)
                 if use_post:
                     response = http.post(
-                        self.endpoint, params={"format": "json"}, data={"query": query}, headers=headers
+                        self.endpoint,
+                        params={"format": "json"},
+                        data={"query": query},
+                        headers=headers,
+                        timeout=bounds,
                     )
                 else:
                     response = http.get(
-                        self.endpoint, params={"query": query, "format": "json"}, headers=headers
+                        self.endpoint,
+                        params={"query": query, "format": "json"},
+                        headers=headers,
+                        timeout=bounds,
                     )
         except httpx.TimeoutException as exc:
             raise UpstreamError(

@@ -46,13 +46,14 @@ import httpx
 from django.conf import settings
 
 from apps.core.errors import UpstreamError, ValidationFailed
-from apps.core.http import build_client, parse_retry_after
+from apps.core.http import build_client, parse_retry_after, timeout_before
 from apps.core.logging import get_logger
 from apps.wikidata.statements import ITEM_ID_RE, entity_id_pattern
 
 DEFAULT_VECTOR_URL = "https://wd-vectordb.wmcloud.org"
 UPSTREAM = "wikidata-vectordb"
 LIMITER_NAME = "wikidata_vectordb"
+NAME = "the Wikidata vector database"  # in messages
 
 # K: "default and max 50" — external-apis.md §4 (``K: int = Query(50, ge=1)`` and a 422 above it).
 MAX_K = 50
@@ -340,11 +341,17 @@ class VectorDbClient:
     """Synchronous client; cheap to create, holds no connection between requests."""
 
     def __init__(
-        self, *, base_url: str | None = None, timeout: float | None = None, gate: Gate | None = None
+        self,
+        *,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        gate: Gate | None = None,
+        deadline: float | None = None,
     ):
         self.base_url = (base_url or vector_url()).rstrip("/")
         self.timeout = timeout if timeout is not None else vector_timeout()
         self.gate: Gate = gate or contextlib.nullcontext
+        self.deadline = deadline  # no request outlasts it (a run's deadline, time.monotonic())
 
     def search_items(
         self,
@@ -393,7 +400,9 @@ class VectorDbClient:
                         "use 'Tool/version (url; contact)'",
                         details={"upstream": UPSTREAM, "reason": "user_agent", "url": url},
                     )
-                response = http.get(url, params=tuple(params))  # a tuple: covariant for the type checker
+                timeout = timeout_before(self.deadline, read=self.timeout, upstream=UPSTREAM, name=NAME)
+                # a tuple: covariant for the type checker
+                response = http.get(url, params=tuple(params), timeout=timeout)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"the Wikidata vector database did not answer in time ({type(exc).__name__})",

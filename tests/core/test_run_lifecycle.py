@@ -110,6 +110,7 @@ def test_a_queued_run_whose_message_was_lost_is_sent_again_once_per_window(
     sent, django_capture_on_commit_callbacks, settings
 ) -> None:
     settings.CORTEX_RUN_REDELIVER_SECONDS = 300
+    settings.FACTS_RUN_DEADLINE_SECONDS = 900  # within it: past it, the sweep ends the run instead
     forgotten = _fact_run()
     FactRun.objects.filter(pk=forgotten.pk).update(created_at=_ago(600), enqueued_at=_ago(400))
     recent = _fact_run(enqueued_at=_ago(10))
