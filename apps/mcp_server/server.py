@@ -7,24 +7,34 @@ transports. Handlers run the synchronous services in worker threads (Django's OR
 stateless JSON mode (any number of uvicorn workers can serve it), behind an edge that
 - checks ``Host`` and ``Origin`` against Django's ``ALLOWED_HOSTS`` and ``CSRF_TRUSTED_ORIGINS``
   (DNS-rebinding protection with Django's own host matching);
-- reads the JSON-RPC body once (413 over ``CORTEX_MAX_BODY_BYTES``) and, when it calls a tool or
+- serves POST only (405 otherwise: stateless, there is no SSE stream to GET and no session to
+  DELETE), and only ``application/json`` bodies (415);
+- reads the JSON-RPC body once (413 over ``CORTEX_MAX_BODY_BYTES``), parses it as the SDK does,
+  refuses a request whose id is not a string or an integer (400) and, when it calls a tool or
   reads a resource that needs a token, answers 401 with ``WWW-Authenticate: Bearer`` unless a
   valid ``Authorization: Bearer`` token came with it; discovery (initialize, ping, lists,
   logging/setLevel) needs none;
+- answers a Postgres or Redis outage, wherever in the request it happens (its own token check,
+  or a handler), as REST does: 503 with ``Retry-After`` and the error shape;
 - hands the authenticated token, the correlation id and the base URL to the handlers through the
   request's ASGI ``state``.
+
+Errors about the JSON-RPC message (parse, invalid request, media type) are JSON-RPC error objects
+with id null, as the SDK's own are, so that an MCP client shows their message; errors about the
+HTTP exchange (host, origin, method, size, token, outage) are the error shape REST answers.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -34,7 +44,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from apps.connectors.models import CallTransport
 from apps.core.auth import bearer_token
-from apps.core.errors import ApplicationError, AuthenticationRequired, RateLimited, error_payload
+from apps.core.errors import (
+    ApplicationError,
+    AuthenticationRequired,
+    DependencyUnavailable,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    RateLimited,
+    error_payload,
+)
 from apps.core.logging import accept_or_generate_correlation_id, get_logger
 from apps.core.models import ApiToken
 from apps.core.services import api_token_authenticate
@@ -52,9 +70,45 @@ INSTRUCTIONS = (
     "work together. Calls need an API token (Authorization: Bearer on HTTP, CORTEX_API_TOKEN on stdio)."
 )
 EDGE_STATE_KEY = "cortexweb_mcp"
+EXCHANGE_STATE_KEY = "cortexweb_mcp_exchange"
 # Implementation-defined JSON-RPC code (the -32000..-32019 band) for a resource read without the token
 # it needs; the error shape (code, message, details) is in the error's data.
 NOT_AUTHORISED = -32010
+# The same band: Postgres or Redis is down or stalled (REST's 503); the error shape is in data.
+UNAVAILABLE = -32011
+
+
+@dataclass
+class Exchange:
+    """What a handler tells the HTTP edge about the request it serves (stdio has no edge)."""
+
+    outage: DependencyUnavailable | None = None
+
+
+def _tell_edge(ctx: Any, outage: DependencyUnavailable) -> None:
+    request = ctx.request
+    if request is not None:
+        exchange: Exchange | None = request.scope.get("state", {}).get(EXCHANGE_STATE_KEY)
+        if exchange is not None:
+            exchange.outage = outage
+
+
+def _outage_guarded(handler: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awaitable[Any]]:
+    """A handler whose request met a Postgres or Redis outage answers JSON-RPC error ``UNAVAILABLE``
+    (what stdio sends); on HTTP the edge answers REST's 503 in its place."""
+
+    async def guarded(ctx: Any, params: Any) -> Any:
+        try:
+            return await handler(ctx, params)
+        except DependencyUnavailable as outage:
+            _tell_edge(ctx, outage)
+            raise MCPError(
+                code=UNAVAILABLE,
+                message=f"{outage.code}: {outage.message}",
+                data=error_payload(outage.code, outage.message, outage.details),
+            ) from outage
+
+    return guarded
 
 
 def _caller(ctx: Any, *, stdio_token: str) -> Caller:
@@ -93,6 +147,11 @@ def build_server(*, stdio_token: str = "") -> Server[Any]:
             raise MCPError(
                 code=types.INVALID_PARAMS, message=str(error), data={"name": error.name}
             ) from error
+        except DependencyUnavailable as outage:  # looking the name up in the registry
+            outcome = services.mcp_outage_outcome(outage)
+        if outcome.unavailable is not None:
+            # A tool's failure is a result the model reads (stdio); HTTP answers the 503 in its place.
+            _tell_edge(ctx, outcome.unavailable)
         texts = [outcome.text, *outcome.extra_text]
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text) for text in texts],
@@ -165,13 +224,13 @@ def build_server(*, stdio_token: str = "") -> Server[Any]:
             version=SERVER_VERSION,
             title="CortexWeb",
             instructions=INSTRUCTIONS,
-            on_list_tools=list_tools,
+            on_list_tools=_outage_guarded(list_tools),
             on_call_tool=call_tool,
-            on_list_resources=list_resources,
-            on_list_resource_templates=list_resource_templates,
-            on_read_resource=read_resource,
-            on_list_prompts=list_prompts,
-            on_get_prompt=get_prompt,
+            on_list_resources=_outage_guarded(list_resources),
+            on_list_resource_templates=_outage_guarded(list_resource_templates),
+            on_read_resource=_outage_guarded(read_resource),
+            on_list_prompts=_outage_guarded(list_prompts),
+            on_get_prompt=_outage_guarded(get_prompt),
             on_set_logging_level=set_logging_level,
         )
 
@@ -194,13 +253,34 @@ def _origin_allowed(origin: str) -> bool:
     return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
-def _needs_token(body: bytes) -> bool:
-    """Whether any JSON-RPC request in ``body`` calls a tool or reads a resource that needs a token.
-    A body that is not JSON needs none: the SDK answers it with a parse error."""
+# JSON media types the SDK serves; anything else is refused before the body is read.
+JSON_MEDIA_TYPE = "application/json"
+_NOT_PARSED = object()
+
+
+def _parsed(body: bytes) -> Any:
+    """The JSON of ``body`` read by the SDK's own parser (pydantic's: depth-limited, no lone
+    surrogates, numbers within range), so that what the edge reads is what the SDK will handle;
+    ``_NOT_PARSED`` for a body it refuses, which the SDK answers with its parse error."""
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        return pydantic_core.from_json(body)
+    except ValueError:
+        return _NOT_PARSED
+
+
+def _invalid_id(message: Any) -> bool:
+    """A request (it has a method) whose id no JSON-RPC response can carry back. The SDK would take
+    it for a notification and answer nothing (202), leaving the client waiting; MCP ids are strings
+    or integers, never null."""
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return False
+    request_id = message["id"]
+    return isinstance(request_id, bool) or not isinstance(request_id, (str, int))
+
+
+def _needs_token(message: Any) -> bool:
+    """Whether any JSON-RPC request in ``message`` (parsed) calls a tool or reads a resource that
+    needs a token."""
     for item in message if isinstance(message, list) else [message]:
         if not isinstance(item, dict):
             continue
@@ -222,6 +302,10 @@ async def _respond(
     header_list += [(key.lower().encode(), value.encode()) for key, value in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": header_list})
     await send({"type": "http.response.body", "body": raw})
+
+
+async def _rpc_error(send: Send, status: int, code: int, message: str) -> None:
+    await _respond(send, status, {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
 
 
 async def _error(send: Send, error: ApplicationError, headers: dict[str, str] | None = None) -> None:
@@ -254,6 +338,21 @@ def _bearer_token(authorization: str) -> ApiToken:
     return api_token_authenticate(raw_token=bearer_token(authorization))
 
 
+def _declared_too_large(content_length: str, limit: int) -> PayloadTooLarge | None:
+    """The 413 a declared ``Content-Length`` over ``limit`` gets before the body is read (as REST's)."""
+    length = int(content_length) if content_length.isdigit() else 0  # the server checked its form
+    if length <= limit:
+        return None
+    return PayloadTooLarge(
+        f"The request body is {length} bytes; the limit is {limit} bytes.",
+        details={"limitBytes": limit, "receivedBytes": length},
+    )
+
+
+class _Answered(Exception):
+    """The edge has answered the request itself; the SDK does not see it."""
+
+
 class McpHttpApp:
     """The ASGI app at ``/mcp``: the edge described in the module docstring, then the SDK app."""
 
@@ -276,62 +375,130 @@ class McpHttpApp:
             await self.sdk_app(scope, receive, send)  # lifespan: runs the SDK's session manager
             return
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        host = headers.get("host", "")
-        domain, _port = split_domain_port(host)
-        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            await _respond(send, 421, error_payload("invalid_host", f"Host {host!r} is not served here."))
-            return
-        origin = headers.get("origin")
-        if origin and not _origin_allowed(origin):
-            await _respond(
-                send, 403, error_payload("invalid_origin", f"Origin {origin!r} may not call this server.")
-            )
-            return
         caller = Caller(
             transport=CallTransport.MCP_HTTP,
             correlation_id=accept_or_generate_correlation_id(headers.get("x-request-id")),
-            base_url=f"{scope.get('scheme', 'http')}://{host}",
+            base_url=f"{scope.get('scheme', 'http')}://{headers.get('host', '')}",
         )
-        replay: list[Message] = []
-        if scope["method"] == "POST":
-            body, trailing = await _read_body(receive, settings.CORTEX_MAX_BODY_BYTES)
-            if body is None:
-                await _respond(
-                    send,
-                    413,
-                    error_payload("payload_too_large", "The request body is larger than the server accepts."),
-                )
-                return
-            if await _in_thread(caller, _needs_token, body):
-                authorization = headers.get("authorization", "")
-                try:
-                    token = await _in_thread(caller, _bearer_token, authorization)
-                except AuthenticationRequired as error:
-                    await self._unauthorised(send, error, bool(authorization))
-                    return
-                except RateLimited as error:
-                    caller = replace(caller, token_error=error)
-                else:
-                    caller = replace(caller, token=token)
-            replay = [{"type": "http.request", "body": body, "more_body": False}, *trailing]
-        scope = {
-            **scope,
-            "path": self.path,
-            "raw_path": self.path.encode(),
-            "state": {**scope.get("state", {})},
-        }
-        scope["state"][EDGE_STATE_KEY] = caller
         correlation_header = (b"x-request-id", (caller.correlation_id or "").encode())
-
-        async def replayed() -> Message:
-            return replay.pop(0) if replay else await receive()
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", []), correlation_header]}
             await send(message)
 
-        await self.sdk_app(scope, replayed if scope["method"] == "POST" else receive, send_with_id)
+        try:
+            await self._screen(scope["method"], headers, send_with_id)
+            body, trailing = await self._body(receive, send_with_id)
+            message = _parsed(body)
+            if _invalid_id(message):
+                await _rpc_error(
+                    send_with_id,
+                    400,
+                    types.INVALID_REQUEST,
+                    "Invalid Request: a request's id must be a string or an integer (not null, a "
+                    "fraction or a boolean).",
+                )
+                return
+            caller = await self._authenticated(
+                send_with_id, caller, message, headers.get("authorization", "")
+            )
+        except _Answered:
+            return
+        replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}, *trailing]
+        exchange = Exchange()
+        scope = {
+            **scope,
+            "path": self.path,
+            "raw_path": self.path.encode(),
+            "state": {**scope.get("state", {}), EDGE_STATE_KEY: caller, EXCHANGE_STATE_KEY: exchange},
+        }
+
+        async def replayed() -> Message:
+            return replay.pop(0) if replay else await receive()
+
+        replaced = False
+
+        async def answer(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and exchange.outage is not None:
+                # A handler met an outage: HTTP says it as REST does, in place of the SDK's answer.
+                replaced = True
+                await _error(send_with_id, exchange.outage)
+            elif not replaced:
+                await send_with_id(message)
+
+        await self.sdk_app(scope, replayed, answer)
+
+    async def _screen(self, method: str, headers: dict[str, str], send: Send) -> None:
+        """Refuse (and raise ``_Answered``) what is refused before the body is read."""
+        host = headers.get("host", "")
+        domain, _port = split_domain_port(host)
+        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+            await _respond(send, 421, error_payload("invalid_host", f"Host {host!r} is not served here."))
+            raise _Answered
+        origin = headers.get("origin")
+        if origin and not _origin_allowed(origin):
+            await _respond(
+                send, 403, error_payload("invalid_origin", f"Origin {origin!r} may not call this server.")
+            )
+            raise _Answered
+        if method != "POST":
+            # Stateless: no SSE stream to GET (the SDK would hold one open for good) and no session
+            # to DELETE.
+            refusal = MethodNotAllowed(
+                f"{method} is not served: /mcp answers JSON-RPC messages sent with POST (it is "
+                "stateless: no event stream, no session).",
+                allowed=["POST"],
+            )
+            await _error(send, refusal)
+            raise _Answered
+        if headers.get("content-type", "").split(";")[0].strip().lower() != JSON_MEDIA_TYPE:
+            # The SDK's own answer to a media type it does not serve (it checks after reading).
+            await _rpc_error(
+                send,
+                415,
+                types.INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json",
+            )
+            raise _Answered
+        if too_large := _declared_too_large(
+            headers.get("content-length", ""), settings.CORTEX_MAX_BODY_BYTES
+        ):
+            await _error(send, too_large)
+            raise _Answered
+
+    async def _body(self, receive: Receive, send: Send) -> tuple[bytes, list[Message]]:
+        """The body and the messages after it, or 413 (and ``_Answered``) past the limit."""
+        limit = settings.CORTEX_MAX_BODY_BYTES
+        body, trailing = await _read_body(receive, limit)
+        if body is None:
+            await _error(
+                send,
+                PayloadTooLarge(
+                    f"The request body is larger than the limit of {limit} bytes.",
+                    details={"limitBytes": limit},
+                ),
+            )
+            raise _Answered
+        return body, trailing
+
+    async def _authenticated(self, send: Send, caller: Caller, message: Any, authorization: str) -> Caller:
+        """``caller`` with the presented token when ``message`` needs one; raises ``_Answered`` once it
+        has answered the request itself (401, or 503 when Postgres or Redis is out)."""
+        try:
+            if message is _NOT_PARSED or not await _in_thread(caller, _needs_token, message):
+                return caller
+            token = await _in_thread(caller, _bearer_token, authorization)
+        except AuthenticationRequired as error:
+            await self._unauthorised(send, error, bool(authorization))
+            raise _Answered from error
+        except RateLimited as error:
+            return replace(caller, token_error=error)
+        except DependencyUnavailable as outage:
+            await _error(send, outage)
+            raise _Answered from outage
+        return replace(caller, token=token)
 
     async def _unauthorised(self, send: Send, error: AuthenticationRequired, presented: bool) -> None:
         # RFC 6750 §3: no error attribute when no credentials were sent.

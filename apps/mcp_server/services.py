@@ -8,7 +8,9 @@
   metrics) and render: ``ToolOutcome`` with structured content, text and ``is_error``. Every
   failure a client can cause or an upstream can report becomes an ``is_error`` outcome carrying
   the error shape's code and message; only an unknown tool name is raised (``UnknownTool``),
-  because the protocol answers it with a JSON-RPC error.
+  because the protocol answers it with a JSON-RPC error. A Postgres or Redis outage is an
+  ``is_error`` outcome too (``service_unavailable``), marked ``unavailable`` so that the HTTP edge,
+  which has a status to say it with, answers REST's 503 instead.
 - Resources (``cortexweb://…``) and the ``ground_answer`` prompt.
 
 The functions are synchronous (Django ORM); the SDK handlers in ``server.py`` run them in threads.
@@ -33,11 +35,14 @@ from apps.connectors.selectors import service_map_cached, tool_input_schema, too
 from apps.core.errors import (
     ApplicationError,
     AuthenticationRequired,
+    DependencyUnavailable,
     FeatureDisabled,
     NotFound,
     PermissionDenied,
     ValidationFailed,
+    dependency_outage,
     error_payload,
+    log_dependency_outage,
     pydantic_errors_to_details,
     visible_details,
 )
@@ -119,6 +124,8 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     extra_text: list[str] = field(default_factory=list)
+    # Set when Postgres or Redis failed the call: the answer is then an outage, not the tool's.
+    unavailable: DependencyUnavailable | None = None
 
 
 # --- Listing -----------------------------------------------------------------------------------
@@ -200,6 +207,7 @@ def mcp_tool_needs_token(name: str) -> bool:
 
 # --- Calling -----------------------------------------------------------------------------------
 
+
 def _arguments_check(arguments: Any) -> dict[str, Any]:
     if arguments is None:
         return {}
@@ -276,12 +284,19 @@ def _error_outcome(error: ApplicationError, *, token: ApiToken | None = None) ->
         text=f"{error.code}: {error.message}",
         is_error=True,
         extra_text=[json.dumps(error_payload(error.code, error.message, details), ensure_ascii=False)],
+        unavailable=error if isinstance(error, DependencyUnavailable) else None,
     )
 
 
+def mcp_outage_outcome(outage: DependencyUnavailable) -> ToolOutcome:
+    """The result of a call that an outage stopped before it reached the tool (resolving its name)."""
+    return _error_outcome(outage)
+
+
 def mcp_tool_call(*, name: str, arguments: Any, caller: Caller) -> ToolOutcome:
-    """Run one ``tools/call``; raises only ``UnknownTool``. Records every call of an own tool here
-    (catalogue calls are recorded by the gateway), and counts every call in the MCP metrics."""
+    """Run one ``tools/call``; raises ``UnknownTool``, and an outage while resolving a name that is not
+    an own tool's. Records every call of an own tool here (catalogue calls are recorded by the
+    gateway), and counts every call in the MCP metrics."""
     started = time.perf_counter()
     own = CORTEX_TOOLS_BY_NAME.get(name)
     if own is None and not _catalogue_knows(name):
@@ -301,16 +316,34 @@ def mcp_tool_call(*, name: str, arguments: Any, caller: Caller) -> ToolOutcome:
         error = application_error
         outcome = _error_outcome(application_error, token=token)
     except Exception as unexpected:
-        # A bug, not the caller's doing: the trace goes to the log, the caller gets the correlation id.
-        logger.exception("mcp.tool_failed", tool=name)
-        error = unexpected
-        outcome = ToolOutcome(
-            structured=None,
-            text="internal_error: The tool failed unexpectedly; operators can find it in the logs "
-            f"by correlation id {caller.correlation_id or '(none)'}.",
-            is_error=True,
-        )
+        if (outage := dependency_outage(unexpected)) is not None:
+            # Postgres or Redis is down or stalled (authenticating, counting or in the tool): an
+            # operations matter the caller may retry, as REST's 503 says, not a bug.
+            log_dependency_outage(unexpected, outage)
+            error = outage
+            outcome = _error_outcome(outage, token=token)
+        else:
+            # A bug, not the caller's doing: the trace goes to the log, the caller gets the correlation id.
+            logger.exception("mcp.tool_failed", tool=name)
+            error = unexpected
+            outcome = ToolOutcome(
+                structured=None,
+                text="internal_error: The tool failed unexpectedly; operators can find it in the logs "
+                f"by correlation id {caller.correlation_id or '(none)'}.",
+                is_error=True,
+            )
     if own is not None:
+        _own_call_record(name, started=started, token=token, transport=caller.transport, error=error)
+    outcome_label = "ok" if error is None else getattr(error, "code", "internal_error")
+    metrics.mcp_tool_calls_total.labels(tool=name, outcome=outcome_label).inc()
+    metrics.mcp_tool_duration_seconds.labels(tool=name).observe(time.perf_counter() - started)
+    return outcome
+
+
+def _own_call_record(
+    name: str, *, started: float, token: ApiToken | None, transport: str, error: BaseException | None
+) -> None:
+    try:
         tool_call_record(
             tool=None,
             tool_name=name,
@@ -319,22 +352,30 @@ def mcp_tool_call(*, name: str, arguments: Any, caller: Caller) -> ToolOutcome:
             upstream_name="",
             started=started,
             token=token,
-            transport=caller.transport,
+            transport=transport,
             error=error,
         )
-    outcome_label = "ok" if error is None else getattr(error, "code", "internal_error")
-    metrics.mcp_tool_calls_total.labels(tool=name, outcome=outcome_label).inc()
-    metrics.mcp_tool_duration_seconds.labels(tool=name).observe(time.perf_counter() - started)
-    return outcome
+    except Exception as failed:
+        if (outage := dependency_outage(failed)) is None:
+            raise
+        # The answer stands (the outage may be what it reports); only its ToolCall row is lost.
+        log_dependency_outage(failed, outage)
 
 
 def mcp_call_in_thread(caller: Caller, work: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Run ``work`` as a worker thread serving one MCP request: the caller's correlation id on every
-    log line, and the thread's database connection handled as Django does around a request."""
+    log line, and the thread's database connection handled as Django does around a request. A
+    Postgres or Redis outage is raised as ``DependencyUnavailable`` (logged once), the 503 REST
+    answers, for the transport to say in its own terms."""
     token = set_correlation_id(caller.correlation_id)
-    close_old_connections()
     try:
+        close_old_connections()
         return work(*args, **kwargs)
+    except Exception as error:
+        if (outage := dependency_outage(error)) is None:
+            raise
+        log_dependency_outage(error, outage)
+        raise outage from error
     finally:
         close_old_connections()
         reset_correlation_id(token)

@@ -7,7 +7,9 @@ warnings) stays off the wire; every log line goes to stderr as always.
 
 ``stdio_serve`` runs the server until stdin closes. A stdio session is stateful, so it is told
 when the registry changes (``notifications/tools/list_changed``): a watcher compares the
-registry version every ``LIST_CHANGED_POLL_SECONDS``.
+registry version every ``LIST_CHANGED_POLL_SECONDS``. A Redis or Postgres outage never ends the
+process: the watcher skips the comparisons it cannot make, and each request answers the outage
+(a call's result is ``isError`` ``service_unavailable``).
 """
 
 from __future__ import annotations
@@ -36,13 +38,20 @@ def claim_stdout() -> io.TextIOWrapper:
     return _wire
 
 
-def _registry_version() -> str:
+def _registry_version() -> str | None:
+    """The registry's version, or None while Redis (or Postgres) is out: compared again next time."""
     from django.db import close_old_connections
 
     from apps.connectors.selectors import registry_version
+    from apps.core.errors import dependency_outage, log_dependency_outage
 
     try:
         return registry_version()
+    except Exception as error:
+        if (outage := dependency_outage(error)) is None:
+            raise
+        log_dependency_outage(error, outage)
+        return None
     finally:
         close_old_connections()
 
@@ -52,7 +61,9 @@ async def _announce_catalogue_changes(write_stream: Any) -> None:
     while True:
         await anyio.sleep(LIST_CHANGED_POLL_SECONDS)
         current = await anyio.to_thread.run_sync(_registry_version)
-        if current != version:
+        # After an outage at start the first version read is announced: the catalogue may have
+        # changed meanwhile, and listing again is cheap.
+        if current is not None and current != version:
             version = current
             notification = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/tools/list_changed")
             await write_stream.send(SessionMessage(notification))
