@@ -9,8 +9,9 @@ stateless JSON mode (any number of uvicorn workers can serve it), behind an edge
   (DNS-rebinding protection with Django's own host matching);
 - serves POST only (405 otherwise: stateless, there is no SSE stream to GET and no session to
   DELETE), and only ``application/json`` bodies (415);
-- reads the JSON-RPC body once (413 over ``CORTEX_MAX_BODY_BYTES``), parses it as the SDK does,
-  refuses a request whose id is not a string or an integer (400) and, when it calls a tool or
+- reads the JSON-RPC body once (413 over ``CORTEX_MAX_BODY_BYTES``; 400 nested deeper than
+  ``CORTEX_MAX_JSON_DEPTH``, as REST), parses it as the SDK does, refuses a request whose id is
+  not a string or an integer (400) and, when it calls a tool or
   reads a resource that needs a token, answers 401 with ``WWW-Authenticate: Bearer`` unless a
   valid ``Authorization: Bearer`` token came with it; discovery (initialize, ping, lists,
   logging/setLevel) needs none;
@@ -54,6 +55,7 @@ from apps.core.errors import (
     error_payload,
 )
 from apps.core.logging import accept_or_generate_correlation_id, get_logger
+from apps.core.middleware import json_nested_too_deep
 from apps.core.models import ApiToken
 from apps.core.services import api_token_authenticate
 from apps.mcp_server import services
@@ -390,6 +392,16 @@ class McpHttpApp:
         try:
             await self._screen(scope["method"], headers, send_with_id)
             body, trailing = await self._body(receive, send_with_id)
+            depth = settings.CORTEX_MAX_JSON_DEPTH
+            if json_nested_too_deep(body, depth):  # the one limit of every edge
+                await _rpc_error(
+                    send_with_id,
+                    400,
+                    types.INVALID_REQUEST,
+                    f"Invalid Request: the JSON is nested more than {depth} levels deep; send a flatter "
+                    "document.",
+                )
+                return
             message = _parsed(body)
             if _invalid_id(message):
                 await _rpc_error(

@@ -33,27 +33,40 @@ def _call(name: bytes, arguments: bytes) -> bytes:
     )
 
 
+# CORTEX_MAX_JSON_DEPTH, as on /v1/ and /api/ (it was a RecursionError: a text/plain 500).
+TOO_DEEP = _rpc_error(
+    -32600, "Invalid Request: the JSON is nested more than 64 levels deep; send a flatter document."
+)
 BAD_ID = _rpc_error(
     -32600,
     "Invalid Request: a request's id must be a string or an integer (not null, a fraction or a boolean).",
 )
 # body -> (status, JSON body) of the answer
 PROBES: dict[str, tuple[bytes, int, dict]] = {
-    # Parsed by the SDK's parser at the edge too: its depth limit answers, not a RecursionError.
     "nested-params": (
         b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": ' + NESTED + b"}",
         400,
-        _rpc_error(-32700, "Parse error: recursion limit exceeded at line 1 column 257"),
+        TOO_DEEP,
     ),
     "nested-object": (
         b'{"a": ' * DEEP + b"1" + b"}" * DEEP,
         400,
-        _rpc_error(-32700, "Parse error: recursion limit exceeded at line 1 column 1207"),
+        TOO_DEEP,
+    ),
+    "nested-65-levels": (
+        _call(b"ontology_validate", b'{"axioms": ' + b"[" * 62 + b"]" * 62 + b"}"),
+        400,
+        TOO_DEEP,
+    ),
+    "nested-64-levels": (
+        _call(b"ontology_validate", b'{"axioms": ' + b"[" * 61 + b"]" * 61 + b"}"),
+        200,
+        {},  # checked below: within the limit, the tool itself says what is wrong with its arguments
     ),
     "nested-tool-arguments": (
         _call(b"knowledge.search", b'{"query": ' + NESTED + b"}"),
         400,
-        _rpc_error(-32700, "Parse error: recursion limit exceeded at line 1 column 313"),
+        TOO_DEEP,
     ),
     # A lone surrogate in a tool name used to reach the registry's lookup (a 500 from the database).
     "surrogate-tool-name": (
@@ -101,7 +114,7 @@ PROBES: dict[str, tuple[bytes, int, dict]] = {
         _rpc_error(-32700, "Parse error: number out of range at line 1 column 4327"),
     ),
     "argument-1e400": (
-        _call(b"ontology_discover", b'{"query": "sql injection", "limit": 1e400}'),
+        _call(b"ontology_discover", b'{"query": 1e400}'),
         200,
         {},  # checked below: an isError result naming the argument
     ),
@@ -114,12 +127,17 @@ def test_hostile_bodies_get_a_4xx_naming_the_problem(cortex_server, registry, pr
     response = httpx.post(cortex_server.mcp_url, content=body, headers=HEADERS, timeout=30)
     assert response.status_code == status, response.text
     assert response.headers["Content-Type"] == "application/json"
-    if probe == "argument-1e400":
+    if probe == "nested-64-levels":
+        assert response.json()["result"]["content"][0]["text"] == (
+            "validation_error: Invalid arguments for tool 'ontology_validate': axioms.0: Input should be a "
+            "valid dictionary or object to extract fields from."
+        )
+    elif probe == "argument-1e400":
         result = response.json()["result"]
         assert result["isError"] is True
         assert result["content"][0]["text"] == (
-            "validation_error: Invalid arguments for tool 'ontology_discover': limit: Input should be a "
-            "finite number."
+            "validation_error: Invalid arguments for tool 'ontology_discover': query: Input should be a "
+            "valid string."
         )
     else:
         assert response.json() == expected
