@@ -48,15 +48,57 @@ def _call(method: str, url: str, token: str, body: dict[str, Any] | None = None)
         return error.code, json.loads(error.read() or b"null")
 
 
+Product = tuple[str, str, Path, subprocess.Popen[bytes]]
+
+
 @pytest.fixture
-def product(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[str, str, Path, subprocess.Popen[bytes]]]:
+def product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
     """`manage.py run` in its own data directory, upstreams replayed locally, recovery tuned short."""
     wikidata, arxiv = ReplayWikidata().start(), ReplayArxiv().start()
     wikidata.default_vector = WikidataReply(body=Q42_VECTOR_HIT)
     wikidata.script("/item/query/", WikidataReply(body=Q42_VECTOR_HIT, delay=HANG_SECONDS))
     arxiv.script.append(ArxivReply(delay=HANG_SECONDS))
+    yield from _product(
+        tmp_path_factory,
+        wikidata,
+        arxiv,
+        {
+            # Deadlines long enough that the hanging request, not a deadline, is what the worker is in.
+            "FACTS_RUN_DEADLINE_SECONDS": "300",
+            "ARXIV_RUN_DEADLINE_SECONDS": "300",
+        },
+    )
+
+
+SLOW_SECONDS = 20  # every upstream answers 503, this late (the issue's scenario)
+SLOW_DEADLINE = 20
+
+
+@pytest.fixture
+def slow_product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
+    """The same, with every upstream answering 503 after SLOW_SECONDS and SLOW_DEADLINE deadlines."""
+    wikidata, arxiv = ReplayWikidata().start(), ReplayArxiv().start()
+    slow = WikidataReply(status=503, body={"detail": "Service Unavailable"}, delay=SLOW_SECONDS)
+    wikidata.default_vector = wikidata.default_sparql = slow
+    wikidata.script("/w/api.php", *[slow] * 50)
+    arxiv.default = ArxivReply(status=503, delay=SLOW_SECONDS)
+    yield from _product(
+        tmp_path_factory,
+        wikidata,
+        arxiv,
+        {
+            "FACTS_RUN_DEADLINE_SECONDS": str(SLOW_DEADLINE),
+            "ARXIV_RUN_DEADLINE_SECONDS": str(SLOW_DEADLINE),
+        },
+    )
+
+
+def _product(
+    tmp_path_factory: pytest.TempPathFactory,
+    wikidata: ReplayWikidata,
+    arxiv: ReplayArxiv,
+    deadlines: dict[str, str],
+) -> Iterator[Product]:
     data_dir = tmp_path_factory.mktemp("crash")
     port = _free_port()
     environment = {
@@ -76,9 +118,7 @@ def product(
         "WIKIDATA_MCP_URL": "http://127.0.0.1:9/mcp/",
         "ARXIV_API_URL": arxiv.url,
         "ARXIV_MIN_INTERVAL_SECONDS": "0.1",
-        # Deadlines long enough that the hanging request, not a deadline, is what the worker is in.
-        "FACTS_RUN_DEADLINE_SECONDS": "300",
-        "ARXIV_RUN_DEADLINE_SECONDS": "300",
+        **deadlines,
         # arXiv's single-connection lock outlives a killed holder by its TTL (request timeout + 5 s):
         # the re-executed run waits for it, so the timeout stays at its 30 s default.
         "ARXIV_WAIT_SECONDS": "1",
@@ -139,6 +179,29 @@ def _workers(run_process: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return workers
 
 
+def _kill_the_worker(run_process: subprocess.Popen[bytes], log_path: Path) -> float:
+    """SIGKILL the worker and its pool, mid-request; when (monotonic) its successor was up."""
+    [worker] = _workers(run_process)
+    os.killpg(worker.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not [w for w in _workers(run_process) if w.pid != worker.pid]:
+        assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+        time.sleep(0.2)
+    assert "worker exited with code -9; restarting it in 1s" in log_path.read_text()
+    return time.monotonic()
+
+
+def _finished(base: str, token: str, *urls: str, within: float, log_path: Path) -> list[dict[str, Any]]:
+    """The runs at ``urls`` once none is pending; fails if that takes longer than ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        runs = [_call("GET", url, token)[1] for url in urls]
+        if all(run["status"] not in ("queued", "running") for run in runs):
+            return runs
+        assert time.monotonic() < deadline, (runs, log_path.read_text()[-4000:])
+        time.sleep(0.5)
+
+
 def test_runs_survive_a_killed_worker(product) -> None:
     base, token, log_path, run_process = product
     status, fact = _call(
@@ -154,25 +217,12 @@ def test_runs_survive_a_killed_worker(product) -> None:
     assert _call("GET", fact_url, token)[1]["status"] == "running"
     assert _call("GET", search_url, token)[1]["status"] == "running"
 
-    [worker] = _workers(run_process)
-    os.killpg(worker.pid, signal.SIGKILL)  # the worker and its pool, mid-request
-    deadline = time.monotonic() + 30
-    while not [w for w in _workers(run_process) if w.pid != worker.pid]:
-        assert time.monotonic() < deadline, log_path.read_text()[-3000:]
-        time.sleep(0.2)
-    assert "worker exited with code -9; restarting it in 1s" in log_path.read_text()
+    _kill_the_worker(run_process, log_path)
     assert _call("GET", f"{base}/readyz", token)[0] in (200, 503)  # the web server kept serving
 
-    deadline = time.monotonic() + RECOVERY_BOUND_SECONDS
-    while True:
-        fact_now, search_now = _call("GET", fact_url, token)[1], _call("GET", search_url, token)[1]
-        if fact_now["status"] not in ("queued", "running") and search_now["status"] not in (
-            "queued",
-            "running",
-        ):
-            break
-        assert time.monotonic() < deadline, (fact_now, search_now, log_path.read_text()[-4000:])
-        time.sleep(0.5)
+    fact_now, search_now = _finished(
+        base, token, fact_url, search_url, within=RECOVERY_BOUND_SECONDS, log_path=log_path
+    )
     assert fact_now["status"] == "succeeded", fact_now
     assert search_now["status"] == "succeeded", search_now
     assert len(search_now["items"]) == 10
@@ -185,3 +235,40 @@ def test_runs_survive_a_killed_worker(product) -> None:
     # Each fact once, however many times the run executed.
     guids = [result["metadata"]["wikidata"]["claimGuid"] for result in fact_now["results"]]
     assert len(guids) == len(set(guids)) > 0
+
+
+def test_runs_of_a_killed_worker_end_at_their_deadline(slow_product) -> None:
+    """The issue's scenario: every upstream answers 503 only after 20 s. The killed worker's runs are
+    re-enqueued by the sweep with what is left of their deadline (counted from submission), and end
+    at it — not after a fresh budget of slow requests — within the bound of the new worker."""
+    base, token, log_path, run_process = slow_product
+    submitted = time.monotonic()
+    status, fact = _call(
+        "POST", f"{base}/v1/facts/query", token, {"query": "Who wrote Hamlet?", "waitSeconds": 0}
+    )
+    assert status == 202, fact
+    status, search = _call("POST", f"{base}/v1/arxiv/search", token, {"query": "testing"})
+    assert status == 202, search
+    fact_url, search_url = f"{base}/v1/facts/runs/{fact['runId']}", f"{base}/v1/arxiv/runs/{search['runId']}"
+    assert _call("GET", fact_url, token)[1]["status"] == "running"
+
+    back = _kill_the_worker(run_process, log_path)
+    fact_now, search_now = _finished(
+        base, token, fact_url, search_url, within=RECOVERY_BOUND_SECONDS, log_path=log_path
+    )
+    ended = time.monotonic()
+
+    # Both ended by their deadline (plus the local answer and a poll), well within the bound.
+    assert ended - submitted <= SLOW_DEADLINE + 3, ended - submitted
+    assert ended - back < RECOVERY_BOUND_SECONDS
+    assert (fact_now["status"], fact_now["degraded"]) == ("succeeded", True), fact_now
+    assert fact_now["degradedReason"] == (
+        "Wikidata search failed: the run's deadline passed (FACTS_RUN_DEADLINE_SECONDS=20 s from submission)"
+    )
+    # arXiv's connection lock, held by the killed request until its TTL, is not freed by the deadline.
+    assert (search_now["status"], search_now["error"]["details"]["executions"]) == ("rate_limited", 2)
+    assert search_now["error"]["message"].startswith(
+        "'arxiv' allows one connection at a time and it is in use"
+    )
+    status, fact_row = _call("GET", f"{base}/api/fact-runs/{fact['runId']}/", token)
+    assert (status, fact_row["executions"]) == (200, 2)
