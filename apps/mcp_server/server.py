@@ -88,6 +88,7 @@ class Exchange:
 
 
 def _tell_edge(ctx: Any, outage: DependencyUnavailable) -> None:
+    """On HTTP, have the edge answer ``outage`` (503) in place of what the SDK writes."""
     request = ctx.request
     if request is not None:
         exchange: Exchange | None = request.scope.get("state", {}).get(EXCHANGE_STATE_KEY)
@@ -255,7 +256,7 @@ def _origin_allowed(origin: str) -> bool:
     return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
-# JSON media types the SDK serves; anything else is refused before the body is read.
+# The one media type the SDK serves; any other is refused before the body is read.
 JSON_MEDIA_TYPE = "application/json"
 _NOT_PARSED = object()
 
