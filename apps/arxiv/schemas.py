@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any, Literal
 
 from ninja import Field, Schema
 from pydantic import model_validator
 
-from apps.core.schemas import StrictSchema
+from apps.core.schemas import JsonDate, StrictSchema
 
 MAX_IDS = 50
 
@@ -20,8 +19,8 @@ class SearchIn(StrictSchema):
     sortBy: Literal["relevance", "submittedDate", "lastUpdatedDate"] = "submittedDate"
     sortOrder: Literal["ascending", "descending"] = "descending"
     categories: list[str] = Field(default_factory=list, max_length=20)
-    dateFrom: date | None = None
-    dateTo: date | None = None
+    dateFrom: JsonDate | None = None
+    dateTo: JsonDate | None = None
 
     @model_validator(mode="after")
     def _dates_in_order(self) -> SearchIn:

@@ -12,9 +12,10 @@ from rest_framework import serializers
 
 from apps.connectors.models import Connector, RemoteTool
 from apps.connectors.services import CONNECTOR_SYNC_FIELDS, CONNECTOR_WRITABLE_FIELDS, TOOL_SYNC_FIELDS
+from apps.core.serializers import JsonCharField, JsonModelSerializer
 
 
-class ConnectorSerializer(serializers.ModelSerializer):
+class ConnectorSerializer(JsonModelSerializer):
     tool_count = serializers.SerializerMethodField()
     tools = serializers.SerializerMethodField()
 
@@ -38,10 +39,10 @@ class ConnectorSerializer(serializers.ModelSerializer):
         return len(connector.tools.all())
 
 
-class RemoteToolSerializer(serializers.ModelSerializer):
+class RemoteToolSerializer(JsonModelSerializer):
     connector = serializers.SlugRelatedField(slug_field="slug", queryset=Connector.objects.all())
     aliases = serializers.ListField(
-        child=serializers.CharField(max_length=200),
+        child=JsonCharField(max_length=200),
         required=False,
         write_only=True,  # read back by to_representation, from the prefetched rows
         help_text="Other names of the tool (old or current upstream names); a write replaces them all.",

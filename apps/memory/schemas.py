@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 from typing import Any, Literal
-from uuid import UUID
 
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from apps.core.schemas import StrictSchema
+from apps.core.schemas import JsonUUID, StrictSchema
 from apps.memory.models import DOMAIN_PATTERN, SCOPE_NAME_PATTERN
 from apps.memory.services import MAX_BATCH, MAX_CONTENT_CHARS, TellItem
 
@@ -44,7 +43,7 @@ class TellItemIn(StrictSchema):
     )
     pinned: bool = Field(False, description="Pinned memories never expire.")
     importance: float = Field(0.5, ge=0.0, le=1.0)
-    supersedes: UUID | None = Field(
+    supersedes: JsonUUID | None = Field(
         None, description="A memory of yours this one replaces: its validity ends now and it links here."
     )
 
@@ -189,7 +188,7 @@ class MemoryOut(Schema):
 
 
 class ForgetIn(StrictSchema):
-    id: UUID
+    id: JsonUUID
     mode: Literal["fade", "remove"] = Field(
         "fade",
         description="fade: decay to the floor and unpin (still findable, ranked last); remove: delete.",
