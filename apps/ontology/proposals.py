@@ -471,13 +471,20 @@ def ontology_propose(
     of its content, so a caller cannot probe for free). Returns the seed's ProposalResult."""
     propose_rate_check(token=token)
     graph = ontology_graph()
+    context = agent_context_verified(claimed=agent_context, token=token)
+    if proposal.get("action") == "create":
+        # The owner is the caller, as agent_id and user_id are; a different claim is kept for the reviewer.
+        claimed_owner = proposal.get("owner_user_id")
+        if claimed_owner is not None and claimed_owner != context["user_id"]:
+            context["claimed_owner_user_id"] = claimed_owner
+        proposal = {**proposal, "owner_user_id": context["user_id"]}
     checked = proposal_check(proposal, graph)
     staged = OntologyProposal.objects.create(
         action=checked.action,
         target_iri=checked.note.iri,
         proposal=proposal,
         token=token,
-        agent_context=agent_context_verified(claimed=agent_context, token=token),
+        agent_context=context,
         consistent=checked.consistency.consistent,
         consistency=checked.consistency.as_dict(),
         quality_score=checked.quality_score,

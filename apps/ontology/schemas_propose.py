@@ -44,7 +44,9 @@ class CreateProposalIn(StrictSchema):
         max_length=500,
         description="The authoritative source, ideally a markdown link [title](https://…).",
     )
-    owner_user_id: str | None = Field(None, max_length=200)
+    owner_user_id: str | None = Field(
+        None, max_length=200, description="Replaced by the token's identity (the user_id of agentContext)."
+    )
 
 
 class AmendmentIn(StrictSchema):
