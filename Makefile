@@ -45,7 +45,8 @@ TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gat
 	apps/memory/selectors.py apps/memory/answers.py apps/memory/text.py apps/memory/rdf.py \
 	apps/memory/views.py apps/memory/charts.py apps/ontology/selectors.py \
 	apps/ontology/sparql.py apps/ontology/proposals.py apps/ontology/views.py apps/ontology/browse.py \
-	apps/ontology/charts.py apps/ontology/lexical.py apps/ontology/graph.py \
+	apps/ontology/charts.py apps/ontology/lexical.py apps/ontology/graph.py apps/ontology/isolation.py \
+	apps/ontology/sparql_regex.py \
 	apps/core/links.py apps/core/templatetags/cortex_links.py apps/knowledge/selectors.py \
 	apps/grounding/selectors.py apps/wikidata/provenance.py \
 	apps/core/charts.py apps/dashboard/selectors.py apps/dashboard/panels.py apps/dashboard/views.py

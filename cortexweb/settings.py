@@ -404,6 +404,11 @@ FACTS_RUN_DEADLINE_SECONDS = env.float("FACTS_RUN_DEADLINE_SECONDS", default=45.
 # How many entities of the search are read.
 FACTS_TOP_ENTITIES = env.int("FACTS_TOP_ENTITIES", default=3)
 
+# ontology_query: each query runs in a child process killed at this limit (apps/ontology/isolation.py),
+# at most this many at once per web process.
+ONTOLOGY_QUERY_TIME_LIMIT_SECONDS = env.float("ONTOLOGY_QUERY_TIME_LIMIT_SECONDS", default=5.0)
+ONTOLOGY_QUERY_CONCURRENCY = env.int("ONTOLOGY_QUERY_CONCURRENCY", default=2)
+
 # OpenTelemetry: spans per fact run and step. OTEL_TRACES_EXPORTER=otlp|console|none (the SDK's
 # own variable names; OTEL_EXPORTER_OTLP_ENDPOINT etc. configure the OTLP exporter).
 OTEL_TRACES_EXPORTER = env.str("OTEL_TRACES_EXPORTER", default="none")

@@ -375,7 +375,7 @@ def _validate_summary(result: dict[str, Any]) -> str:
 
 
 def _ontology_query_summary(result: dict[str, Any]) -> str:
-    validation, table = result["validation"], result["result"]
+    validation, table = result["validation"], result.get("result")  # absent when refused or stopped
     lines = [f"error: {error}" for error in validation["errors"]]
     if table is not None:
         lines.append(f"{table['row_count']} rows" + (" (capped)" if table["truncated"] else "") + ":")

@@ -96,7 +96,9 @@ def status(request: HttpRequest) -> dict[str, Any]:
     summary="Read-only SPARQL over the ontology and its inferences (ontology_query)",
     description="Validates, then runs a SELECT or ASK query on the ontology's OWL 2 RL closure (inferred "
     "triples included). Refused with errors and hints: syntax errors, updates, SERVICE, FROM, CONSTRUCT/"
-    "DESCRIBE, unknown cw: names. At most 1000 rows (a missing or larger LIMIT is capped) within 5 s.",
+    "DESCRIBE, GRAPH, unknown cw: names, regexes RE2 cannot run. At most 10,000 characters (422 beyond); at "
+    "most 1000 rows (a missing or larger LIMIT is capped) and 1 MB of rows; stopped at the hard time limit "
+    "(ONTOLOGY_QUERY_TIME_LIMIT_SECONDS, 5 s). 503 with Retry-After when this process runs too many queries.",
 )
 def query(request: HttpRequest, payload: QueryIn) -> dict[str, Any]:
     return ontology_sparql.ontology_query(sparql=payload.sparql)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from ninja import Field, Schema
 
 from apps.core.schemas import StrictSchema
-from apps.ontology.sparql import ROW_CAP, TIME_LIMIT_SECONDS
-from apps.wikidata.sparql import MAX_QUERY_LENGTH
+from apps.ontology.sparql import QUERY_MAX_LENGTH, RESULT_MAX_BYTES, ROW_CAP
 
 
 class QueryIn(StrictSchema):
     sparql: str = Field(
         ...,
         min_length=1,
-        max_length=MAX_QUERY_LENGTH,
+        max_length=QUERY_MAX_LENGTH,
         description="A read-only SPARQL SELECT or ASK query over the ontology and its OWL 2 RL inferences. "
         "The prefixes cw, prov, owl, rdfs, rdf, skos and xsd are declared for you.",
     )
@@ -37,7 +37,9 @@ class QueryResultOut(Schema):
     )
     row_count: int
     truncated: bool = Field(
-        ..., description=f"True when more than {ROW_CAP} rows matched and only the first {ROW_CAP} are here."
+        ...,
+        description=f"True when more than {ROW_CAP} rows (or {RESULT_MAX_BYTES} bytes of rows) matched "
+        "and only the first are here.",
     )
 
 
@@ -46,5 +48,7 @@ class QueryOut(Schema):
     validation: QueryValidationOut
     query_type: str | None = Field(None, description="SELECT or ASK.")
     result: QueryResultOut | None = Field(
-        None, description=f"Absent when refused or stopped at the {TIME_LIMIT_SECONDS:g} s time limit."
+        None,
+        description="Absent when refused or stopped at the time limit "
+        f"({settings.ONTOLOGY_QUERY_TIME_LIMIT_SECONDS:g} s, ONTOLOGY_QUERY_TIME_LIMIT_SECONDS).",
     )

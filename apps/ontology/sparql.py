@@ -19,23 +19,34 @@ Nothing is fetched from a URL: the refusals above remove every construct rdflib 
 (``SERVICE`` is sent to its endpoint, ``FROM`` is loaded), and the parsed algebra is checked again
 for ``ServiceGraphPattern`` before it is evaluated.
 
-Bounds. At most :data:`ROW_CAP` rows: a query without ``LIMIT`` (or with a larger one) gets the cap
-and the response says so. rdflib cannot be interrupted, so evaluation runs against a view of the
-closure whose ``triples()`` checks a deadline each time a triple is matched; every join, path and
-sort reads triples, so a cartesian product (or an ``ORDER BY`` over one) is stopped at the time
-limit with an error instead of holding the worker. Work between two triple reads (one huge
-``FILTER`` expression) is not interruptible, but it is bounded by the query's length.
+Bounds (docs/ontology.md, "query"). The text is at most :data:`QUERY_MAX_LENGTH` characters (a
+422 beyond). Parsing, validation and evaluation all run in a forked child process
+(``isolation.py``) that is killed at ``ONTOLOGY_QUERY_TIME_LIMIT_SECONDS`` (+
+:data:`KILL_GRACE_SECONDS`): no operator, however long it holds the interpreter, can delay the web
+process's other requests or run past the limit, and at most ``ONTOLOGY_QUERY_CONCURRENCY`` queries
+run at once per process (a 503 with ``Retry-After`` when all are taken for a whole time limit). In
+the child, the closure is read through a ``triples()`` that checks the same deadline on every
+triple, so a cartesian product stops with its row count rather than being killed; ``REGEX`` and
+``REPLACE`` run on RE2, which does not backtrack (``sparql_regex.py``); the child may map at most
+:data:`MEMORY_LIMIT_BYTES` more than it inherits. The answer has at most :data:`ROW_CAP` rows (a
+query without ``LIMIT``, or with a larger one, gets the cap and the response says so) and at most
+:data:`RESULT_MAX_BYTES` bytes of rows.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import json
+import math
 import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from pyparsing import ParseException, ParseResults
 from rdflib import Graph, Literal, URIRef
 from rdflib.namespace import OWL, RDF, RDFS, SKOS, XSD
@@ -46,16 +57,26 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.processor import SPARQLResult
 from rdflib.term import BNode, Node
 
-from apps.core.errors import ValidationFailed
+from apps.core.errors import ServiceUnavailable, ValidationFailed
+from apps.ontology import isolation, sparql_regex
 from apps.ontology.graph import OntologyGraph, ontology_graph
 from apps.ontology.models import NAMESPACE
 
 # The parser's packrat cache is global: share the Wikidata client's lock rather than race it.
 from apps.wikidata.sparql import _PARSER_LOCK as PARSER_LOCK
-from apps.wikidata.sparql import MAX_QUERY_LENGTH, ensure_read_only
+from apps.wikidata.sparql import ensure_read_only
 
 ROW_CAP = 1000
-TIME_LIMIT_SECONDS = 5.0
+# Far above any query an agent writes by hand (the starter examples are under 300 characters), far
+# below what makes parsing alone take seconds.
+QUERY_MAX_LENGTH = 10_000
+RESULT_MAX_BYTES = 1_000_000
+MEMORY_LIMIT_BYTES = 512 * 2**20
+# The child's own deadline stops rdflib between two triple reads with a proper answer; the kill,
+# this much later, is for work that never reads a triple (one long regex, big-number arithmetic).
+KILL_GRACE_SECONDS = 0.25
+# pyparsing recurses past Python's stack beyond about 30 nested levels: such a query is refused.
+_NESTING_HINT = "Flatten the nested groups ({ { … } }) or parentheses: about 30 levels parse."
 SERVED_FORMS = ("SELECT", "ASK")
 STANDARD_PREFIXES: dict[str, str] = {
     "cw": NAMESPACE,
@@ -73,6 +94,24 @@ _CW_PROPERTIES = frozenset({"termId", "domain"})
 
 class QueryTimedOut(Exception):
     """The evaluation read triples past its deadline."""
+
+
+class QueryCapacityFull(ServiceUnavailable):
+    """Every query slot of this process stayed taken for a whole time limit."""
+
+    def __init__(self, slots: int, retry_after: int) -> None:
+        super().__init__(
+            f"{slots} ontology queries are already running in this server process; retry in {retry_after} s.",
+            details={"retryAfter": retry_after},
+        )
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+def time_limit_seconds() -> float:
+    return float(settings.ONTOLOGY_QUERY_TIME_LIMIT_SECONDS)
 
 
 @dataclass
@@ -131,6 +170,8 @@ def _walk(node: Any) -> Iterator[Any]:
         yield current
         if isinstance(current, CompValue):
             pending.extend(current.values())
+            # rdflib keeps some translated parts as attributes, not items: an EXISTS's graph.
+            pending.extend(value for name, value in vars(current).items() if name not in ("_evalfn", "ctx"))
         elif isinstance(current, ParseResults | list | tuple):
             pending.extend(current)
 
@@ -190,15 +231,28 @@ class _DeadlineGraph(Graph):
             yield found
 
 
+# JSON numbers a client reads exactly (JavaScript's safe integers); larger ones go as their digits.
+_JSON_SAFE_INTEGER = 2**53
+
+
 def _json_value(value: Node | None) -> Any:
-    if value is None:
-        return None
     if isinstance(value, Literal):
-        python = value.toPython()
-        return python if isinstance(python, bool | int | float) else str(value)
+        return _json_literal(value)
     if isinstance(value, BNode):
         return f"_:{value}"
-    return str(value)
+    return None if value is None else str(value)
+
+
+def _json_literal(value: Literal) -> Any:
+    python = value.toPython()
+    if isinstance(python, bool) or (isinstance(python, int) and abs(python) < _JSON_SAFE_INTEGER):
+        return python
+    if isinstance(python, float):
+        if math.isfinite(python):
+            return python
+        # JSON has no infinities or NaN: XSD's spelling of them, as text.
+        return "NaN" if math.isnan(python) else ("INF" if python > 0 else "-INF")
+    return str(value)  # the lexical form: big integers, strings, dates, …
 
 
 class _Refused(Exception):
@@ -214,18 +268,22 @@ def _parsed(sparql: str) -> tuple[Any, str]:
     """``(parse tree, text with the prefixes)``; ``_Refused`` for what is not one query."""
     if not sparql.strip():
         raise _Refused(["The SPARQL query is empty."])
-    if len(sparql) > MAX_QUERY_LENGTH:
-        raise _Refused([f"The SPARQL query is longer than {MAX_QUERY_LENGTH} characters."])
+    if len(sparql) > QUERY_MAX_LENGTH:
+        raise _Refused([f"The SPARQL query is longer than {QUERY_MAX_LENGTH} characters."])
     text, offset = prefixes_injected(sparql)
     try:
         with PARSER_LOCK:
             return parseQuery(text), text
+    except RecursionError:
+        raise _Refused(["The query nests too deeply to be parsed."], [_NESTING_HINT]) from None
     except ParseException as error:
         # An update does not parse as a query: say it is one rather than where the grammar stopped.
         try:
             ensure_read_only(text, allowed_services=frozenset())
         except ValidationFailed as refusal:
             raise _Refused([f"{refusal.message}; ontology changes go through ontology_propose."]) from None
+        except RecursionError:
+            pass  # not an update either: the syntax error below says where the query went wrong
         line, column = _position(sparql, error.loc - offset)
         raise _Refused([f"SPARQL syntax error at line {line}, column {column}: {error.msg}."]) from None
 
@@ -254,14 +312,30 @@ def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
             [f"SPARQL error: {error}."],
             ["Declared without PREFIX: " + ", ".join(f"{name}:" for name in STANDARD_PREFIXES)],
         ) from None
+    algebra = list(_walk(query.algebra))
+    names = {node.name for node in algebra if isinstance(node, CompValue)}
     # Again on the algebra rdflib will evaluate: a SERVICE there would be sent to its endpoint.
-    if any(
-        isinstance(node, CompValue) and node.name == "ServiceGraphPattern" for node in _walk(query.algebra)
-    ):
+    if "ServiceGraphPattern" in names:
         raise _Refused(["federated SPARQL queries are not allowed; found SERVICE"])
+    if "Graph" in names:
+        raise _Refused(
+            ["GRAPH is not served: the ontology is one default graph, with no named graphs."],
+            ["Write the pattern without GRAPH { … }."],
+        )
+    problems = sparql_regex.pattern_problems(algebra)
+    if problems:
+        raise _Refused(problems, ["REGEX and REPLACE use RE2 syntax: no backreferences, no look-around."])
     errors, hints = _unknown_names(_cw_names(parsed), graph)
     if errors:
         raise _Refused(errors, hints)
+    sparql_regex.use_re2(algebra)
+    for node in algebra:
+        if isinstance(node, CompValue) and node.name == "Slice":
+            # rdflib slices with itertools.islice(start, start + length), which refuses numbers past
+            # sys.maxsize; no result is that long, so the clamped LIMIT and OFFSET select the same rows.
+            node["start"] = min(int(node.start or 0), sys.maxsize // 2)
+            if node.length is not None:
+                node["length"] = min(int(node.length), sys.maxsize // 2)
     return form, query
 
 
@@ -281,42 +355,104 @@ def query_validate(sparql: str, graph: OntologyGraph) -> tuple[QueryAnswer, Any]
     return answer, query
 
 
-def ontology_query(
-    *, sparql: str, row_cap: int = ROW_CAP, time_limit: float = TIME_LIMIT_SECONDS
-) -> dict[str, Any]:
-    """Validate ``sparql`` and run it on the ontology's closure: the seed's ``validation`` plus
-    ``result`` ``{columns, rows: [{column: value}], row_count, truncated}`` (``None`` when refused).
+@functools.cache
+def _query_slots(size: int) -> isolation.Slots:
+    return isolation.Slots(size)
 
-    Values: IRIs and other literals as strings, numbers and booleans as JSON, unbound as ``null``.
+
+def ontology_query(*, sparql: str, row_cap: int = ROW_CAP, time_limit: float | None = None) -> dict[str, Any]:
+    """Validate ``sparql`` and run it on the ontology's closure, in a child process killed at the
+    time limit (``ONTOLOGY_QUERY_TIME_LIMIT_SECONDS`` unless ``time_limit`` is given): the seed's
+    ``validation`` plus ``result`` ``{columns, rows: [{column: value}], row_count, truncated}``
+    (``None`` when refused or stopped). ``QueryCapacityFull`` when every query slot stays taken.
+
+    Values: IRIs and other literals as strings, numbers and booleans as JSON (integers beyond 2^53 and
+    INF/NaN as their lexical form), unbound as ``null``.
     """
-    graph = ontology_graph()
+    limit = time_limit_seconds() if time_limit is None else time_limit
+    graph = ontology_graph()  # the current version, read here: the child sees exactly this graph
+    # Built here, once per version, rather than in every child that would throw them away.
+    _ = graph.cw_local_names, graph.cw_properties
+    slots = _query_slots(int(settings.ONTOLOGY_QUERY_CONCURRENCY))
+    try:
+        with slots.held(wait=limit):
+            return isolation.run_isolated(
+                lambda: query_answer(sparql, graph, row_cap=row_cap, time_limit=limit),
+                timeout=limit + KILL_GRACE_SECONDS,
+                memory_bytes=MEMORY_LIMIT_BYTES,
+                locks=[PARSER_LOCK],
+            )
+    except isolation.IsolationBusy:
+        raise QueryCapacityFull(slots.size, retry_after=max(1, math.ceil(limit))) from None
+    except isolation.IsolatedTimeout:
+        error = (
+            f"The query ran past the {limit:g} s time limit and was stopped; no partial result is returned."
+        )
+    except isolation.IsolatedFailed as failure:
+        error = (
+            f"The query needed more than {MEMORY_LIMIT_BYTES // 2**20} MB and was stopped."
+            if failure.reason == "memory"
+            else "The query could not be evaluated: its process ended without an answer."
+        )
+    return QueryAnswer(valid=False, errors=[error], hints=[_NARROWER]).as_dict()
+
+
+_NARROWER = "Bind the patterns to each other (shared variables) or to known classes, and add a LIMIT."
+
+
+def query_answer(sparql: str, graph: OntologyGraph, *, row_cap: int, time_limit: float) -> dict[str, Any]:
+    """What ``ontology_query`` answers, computed in the calling process (``ontology_query`` calls
+    it in the child): validation, then evaluation until ``time_limit`` seconds from now."""
+    deadline = time.monotonic() + time_limit
     answer, query = query_validate(sparql, graph)
     if query is None:
         return answer.as_dict()
-    view = _DeadlineGraph(graph.closure, deadline=time.monotonic() + time_limit)
+    view = _DeadlineGraph(graph.closure, deadline=deadline)
     try:
         result = SPARQLResult(evalQuery(view, query, {}))
         if answer.form == "ASK":
             answer.columns, answer.rows = ["ask"], [{"ask": bool(result.askAnswer)}]
         else:
             answer.columns = [str(var) for var in result.vars or []]
+            size = 0
             for row in result:
                 if len(answer.rows) >= row_cap:
                     answer.truncated = True
                     break
                 values: Any = row  # a ResultRow for SELECT (rdflib types the iteration for every form)
-                answer.rows.append(
-                    {column: _json_value(value) for column, value in zip(answer.columns, values, strict=True)}
-                )
+                item = {
+                    column: _json_value(value) for column, value in zip(answer.columns, values, strict=True)
+                }
+                size += len(json.dumps(item, ensure_ascii=False))
+                if size > RESULT_MAX_BYTES:
+                    answer.truncated = True
+                    answer.hints.append(
+                        f"The rows are cut at {RESULT_MAX_BYTES} bytes: select fewer or shorter values."
+                    )
+                    break
+                answer.rows.append(item)
     except QueryTimedOut:
-        answer.errors.append(
+        return _failed(
+            answer,
             f"The query ran past the {time_limit:g} s time limit and was stopped "
-            f"({len(answer.rows)} rows read); no partial result is returned."
+            f"({len(answer.rows)} rows read); no partial result is returned.",
+            _NARROWER,
         )
-        answer.hints.append(
-            "Bind the patterns to each other (shared variables) or to known classes, and add a LIMIT."
+    except RecursionError:
+        return _failed(answer, "The query nests too deeply to be evaluated.", _NESTING_HINT)
+    except MemoryError:
+        return _failed(
+            answer, f"The query needed more than {MEMORY_LIMIT_BYTES // 2**20} MB and was stopped."
         )
-        answer.rows = []
-        return answer.as_dict()
+    except Exception as error:  # noqa: BLE001 - rdflib raises anything from an operator; say what
+        return _failed(answer, f"The query could not be evaluated: {type(error).__name__}: {error}"[:500])
     answer.executed = True
+    return answer.as_dict()
+
+
+def _failed(answer: QueryAnswer, error: str, hint: str | None = None) -> dict[str, Any]:
+    answer.errors.append(error)
+    if hint:
+        answer.hints.append(hint)
+    answer.rows = []
     return answer.as_dict()
