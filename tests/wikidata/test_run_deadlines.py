@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import time
 
+import httpx
 import pytest
+import respx
 from django.test import Client
 
+from apps.core.errors import DeadlineReached
+from apps.core.models import UpstreamRequest
 from apps.core.runs import runs_sweep
+from apps.wikidata import action_api, clients, sparql, vectordb
 from apps.wikidata.models import FactRun, FactRunStatus
 from tests.core.test_run_deadlines import ago, fact_run_created
 from tests.wikidata.replay_server import ReplayWikidata, Reply
@@ -85,3 +90,74 @@ def test_a_lost_run_sent_again_keeps_its_deadline(
     )
     assert [request.path for request in wikidata.requests] == ["/item/query/"]
     assert wikidata.requests[0].at < _monotonic_of(deadline)
+
+
+# --- Each client: nothing sent past the deadline, timeouts cut to what is left -----------------
+
+CLIENT_CALLS = {
+    "vector": (
+        lambda deadline: clients.vector_db_client(deadline=deadline).search_items("Hamlet", lang="en", k=3),
+        "GET",
+        "https://wd-vectordb.wmcloud.org/item/query/",
+        {"json": []},
+    ),
+    "action_api": (
+        lambda deadline: clients.action_api_client(deadline=deadline).search_entities(
+            "Hamlet", language="en"
+        ),
+        "GET",
+        "https://www.wikidata.org/w/api.php",
+        {"json": {"search": [], "success": 1}},
+    ),
+    "sparql": (
+        lambda deadline: clients.sparql_client(deadline=deadline).select(
+            "SELECT ?x WHERE { ?x ?p ?o } LIMIT 1"
+        ),
+        "GET",
+        "https://query.wikidata.org/sparql",
+        {"json": {"head": {"vars": ["x"]}, "results": {"bindings": []}}},
+    ),
+}
+
+
+@pytest.fixture
+def upstream_defaults(settings) -> None:
+    settings.WIKIDATA_VECTOR_URL = "https://wd-vectordb.wmcloud.org"
+    settings.WIKIDATA_API_URL = "https://www.wikidata.org/w/api.php"
+    settings.WIKIDATA_SPARQL_URL = "https://query.wikidata.org/sparql"
+    settings.CORTEX_HTTP_CONNECT_TIMEOUT = 10.0
+    settings.CORTEX_HTTP_READ_TIMEOUT = 30.0
+    for upstream in (action_api.UPSTREAM, vectordb.UPSTREAM, sparql.UPSTREAM):
+        clients.upstream_limiter(upstream).reset()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(CLIENT_CALLS))
+def test_a_request_with_little_time_left_has_its_timeouts_cut_to_it(name: str, upstream_defaults) -> None:
+    call, method, url, reply = CLIENT_CALLS[name]
+    seen: list[dict[str, float]] = []
+    with respx.mock(assert_all_mocked=True) as mock:
+        route = mock.route(method=method, url__startswith=url)
+        route.side_effect = lambda request: (
+            seen.append(request.extensions["timeout"]) or httpx.Response(200, **reply)
+        )
+        call(time.monotonic() + 5)
+    [timeout] = seen
+    # Left alone they would be 30 s (read) and 10 s (connect).
+    assert 3 < timeout["read"] <= 5 and 3 < timeout["connect"] <= 5, timeout
+    assert timeout["pool"] == timeout["connect"] and timeout["write"] == timeout["read"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(CLIENT_CALLS))
+def test_no_request_is_sent_and_no_budget_spent_past_the_deadline(name: str, upstream_defaults) -> None:
+    call, method, url, _ = CLIENT_CALLS[name]
+    with (
+        respx.mock(assert_all_mocked=True, assert_all_called=False) as mock,
+        pytest.raises(DeadlineReached) as refused,
+    ):
+        route = mock.route(method=method, url__startswith=url)
+        call(time.monotonic() - 0.01)
+    assert route.call_count == 0
+    assert (refused.value.retryable, refused.value.details["reason"]) == (False, "deadline")
+    assert UpstreamRequest.objects.count() == 0  # refused before the limiter's slot and its record
