@@ -126,8 +126,14 @@ class MemoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pin (never expire)")
     def pin(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        self.message_user(request, f"Pinned {queryset.update(pinned=True)} memories.")
+        count = services.memories_pin_by_operator(
+            ids=list(queryset.values_list("id", flat=True)), pinned=True
+        )
+        self.message_user(request, f"Pinned {count} memories.")
 
     @admin.action(description="Unpin")
     def unpin(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        self.message_user(request, f"Unpinned {queryset.update(pinned=False)} memories.")
+        count = services.memories_pin_by_operator(
+            ids=list(queryset.values_list("id", flat=True)), pinned=False
+        )
+        self.message_user(request, f"Unpinned {count} memories.")

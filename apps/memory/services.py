@@ -115,10 +115,11 @@ def memory_tell(*, scope: Scope, items: Sequence[TellItem]) -> list[dict[str, An
     now = timezone.now()
     with transaction.atomic():
         _scope_lock(scope)
-        superseded = _superseded_lock(scope, items)
         new_rows = _chunks_place(scope, items, chunks, config, now)
-        Memory.objects.bulk_create(new_rows)
         reinforced = [chunk.memory_id for chunk in chunks if chunk.reinforced and chunk.memory_id]
+        # Every existing row this tell changes is locked by one statement, in id order (see _locked).
+        superseded = _superseded_lock(scope, items, also=reinforced)
+        Memory.objects.bulk_create(new_rows)
         if reinforced:
             _reinforce(ids=reinforced, config=config, now=now)
         _supersede(items, chunks, superseded, now)
@@ -161,11 +162,16 @@ def _scope_lock(scope: Scope) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
-def _superseded_lock(scope: Scope, items: Sequence[TellItem]) -> dict[uuid.UUID, Memory]:
+def _superseded_lock(
+    scope: Scope, items: Sequence[TellItem], *, also: Sequence[uuid.UUID] = ()
+) -> dict[uuid.UUID, Memory]:
+    """The memories ``items`` supersede, checked; they and the memories ``also`` names (the ones the
+    tell reinforces) are locked together, in id order."""
     wanted = {item.supersedes for item in items if item.supersedes}
+    _locked(Q(token=scope.token, id__in=wanted) | Q(id__in=also))
     if not wanted:
         return {}
-    found = {m.id: m for m in Memory.objects.select_for_update().filter(Q(token=scope.token), id__in=wanted)}
+    found = {m.id: m for m in Memory.objects.filter(Q(token=scope.token), id__in=wanted)}
     for memory_id in wanted:
         memory = found.get(memory_id)
         if memory is None:
@@ -261,12 +267,34 @@ def _stored_twin(scope: Scope, domain: str, vector: np.ndarray, max_distance: fl
     return None
 
 
+def _locked(condition: Q, *, for_delete: bool = False) -> list[uuid.UUID]:
+    """Lock the memories matching ``condition`` until the transaction ends, in id order; their ids.
+
+    Every statement here that changes several memories locks them first with this, in one
+    statement, so two transactions take the rows they share in the same order and never wait for
+    each other in a circle. An ``UPDATE … WHERE id IN (…)`` alone does not: it locks rows in the
+    order its plan visits them (a bitmap heap scan: where each row's version lies on disk, as the
+    statement's snapshot sees it), and every update moves a row, so two concurrent asks reinforcing
+    overlapping memories took them in opposite orders and deadlocked (issue 23: 16 of 119 asks
+    answered 503). ``SELECT … ORDER BY id FOR … UPDATE`` locks each row as the sort hands it over.
+    ``SKIP LOCKED`` would not wait at all, but a reinforcement that skipped a row would lose its
+    count; the waits here last one short transaction.
+
+    ``FOR NO KEY UPDATE`` (no key column changes) lets rows that reference these (an access, a
+    successor) be inserted meanwhile; a delete needs ``FOR UPDATE``.
+    """
+    rows = Memory.objects.filter(condition).order_by("id").select_for_update(no_key=not for_delete)
+    return list(rows.values_list("id", flat=True))
+
+
 def _reinforce(*, ids: Sequence[uuid.UUID], config: MemorySettings, now: datetime) -> None:
     """One more access for each of ``ids`` (an id listed twice counts twice), as one UPDATE per
-    multiplicity: ``F()`` expressions, so concurrent reinforcements never lose a count."""
+    multiplicity: ``F()`` expressions, so concurrent reinforcements never lose a count. Runs in the
+    caller's transaction, which holds the rows' locks (taken here in id order) until it ends."""
     counts: dict[uuid.UUID, int] = {}
     for memory_id in ids:
         counts[memory_id] = counts.get(memory_id, 0) + 1
+    _locked(Q(id__in=counts))
     by_times: dict[int, list[uuid.UUID]] = {}
     for memory_id, times in counts.items():
         by_times.setdefault(times, []).append(memory_id)
@@ -281,17 +309,21 @@ def _reinforce(*, ids: Sequence[uuid.UUID], config: MemorySettings, now: datetim
 def memories_reinforce(
     *, hits: Sequence[tuple[uuid.UUID, float]], config: MemorySettings | None = None
 ) -> None:
-    """What ``ask`` does to the memories it returns: reinforce each and record the access."""
+    """What ``ask`` does to the memories it returns: reinforce each and record the access, in one
+    transaction (the counts and the access history agree), done before ``ask`` answers: the counts
+    are exact when it returns."""
     if not hits:
         return
     now = timezone.now()
-    _reinforce(ids=[memory_id for memory_id, _ in hits], config=config or MemorySettings.current(), now=now)
-    MemoryAccess.objects.bulk_create(
-        [
-            MemoryAccess(memory_id=memory_id, accessed_at=now, relevance=relevance)
-            for memory_id, relevance in hits
-        ]
-    )
+    config = config or MemorySettings.current()
+    with transaction.atomic():
+        _reinforce(ids=[memory_id for memory_id, _ in hits], config=config, now=now)
+        MemoryAccess.objects.bulk_create(
+            [
+                MemoryAccess(memory_id=memory_id, accessed_at=now, relevance=relevance)
+                for memory_id, relevance in hits
+            ]
+        )
 
 
 def _supersede(
@@ -348,7 +380,7 @@ def memory_forget(*, scope: Scope, memory_id: uuid.UUID, mode: str) -> dict[str,
     unpinned so its TTL applies. ``remove``: deleted; a memory it superseded keeps its closed validity."""
     _forget_mode_check(mode)
     with transaction.atomic():
-        _forget(owned_memory(scope=scope, memory_id=memory_id, lock=True), mode)
+        _forget(owned_memory(scope=scope, memory_id=memory_id), mode)
     logger.info("memory.forgotten", token_id=scope.token.pk, memory_id=str(memory_id), mode=mode)
     return {"id": str(memory_id), "mode": mode, "forgotten": True}
 
@@ -378,7 +410,7 @@ def memory_pin_by_operator(*, memory_id: uuid.UUID, pinned: bool, operator: str 
 
 
 def _operated_memory(memory_id: uuid.UUID) -> Memory:
-    memory = Memory.objects.select_for_update().defer("embedding").filter(id=memory_id).first()
+    memory = Memory.objects.defer("embedding").filter(id=memory_id).first()
     if memory is None:
         raise NotFound(f"No memory {memory_id}.", details={"id": str(memory_id)})
     return memory
@@ -391,14 +423,18 @@ def _forget_mode_check(mode: str) -> None:
 
 def _forget(memory: Memory, mode: str) -> None:
     if mode == "remove":
+        # Deleting it clears the link of the memories it superseded: those rows change too.
+        _locked(Q(pk=memory.pk) | Q(superseded_by=memory.pk), for_delete=True)
         memory.delete()
     else:
+        _locked(Q(pk=memory.pk))
         memory.decay_factor = MemorySettings.current().decay_floor
         memory.pinned = False
         memory.save(update_fields=["decay_factor", "pinned"])
 
 
 def _pin(memory: Memory, pinned: bool) -> Memory:
+    _locked(Q(pk=memory.pk))
     memory.pinned = pinned
     memory.save(update_fields=["pinned"])
     return memory
@@ -406,16 +442,24 @@ def _pin(memory: Memory, pinned: bool) -> Memory:
 
 def memories_move(*, from_token: ApiToken, to_token: ApiToken) -> int:
     """Give ``from_token``'s memories to ``to_token`` (token rotation); the number moved."""
-    return Memory.objects.filter(token=from_token).update(token=to_token)
+    with transaction.atomic():
+        return Memory.objects.filter(pk__in=_locked(Q(token=from_token))).update(token=to_token)
 
 
 def memories_share(*, ids: Sequence[uuid.UUID], shared: bool) -> int:
     """An operator's decision: share memories domain-wide (every token asking in their domain sees
     them) or stop sharing them. Memories without a domain cannot be shared."""
-    memories = Memory.objects.filter(id__in=ids)
-    if shared and memories.filter(domain="").exists():
-        raise ValidationFailed("Only memories with a domain can be shared domain-wide.")
-    return memories.update(shared=shared)
+    with transaction.atomic():
+        memories = Memory.objects.filter(pk__in=_locked(Q(id__in=ids)))
+        if shared and memories.filter(domain="").exists():
+            raise ValidationFailed("Only memories with a domain can be shared domain-wide.")
+        return memories.update(shared=shared)
+
+
+def memories_pin_by_operator(*, ids: Sequence[uuid.UUID], pinned: bool) -> int:
+    """An operator pins (or unpins) several memories at once (the admin's actions); the number."""
+    with transaction.atomic():
+        return Memory.objects.filter(pk__in=_locked(Q(id__in=ids))).update(pinned=pinned)
 
 
 # --- Lifecycle ----------------------------------------------------------------------------------
@@ -456,23 +500,34 @@ def memory_lifecycle(*, now: datetime | None = None) -> dict[str, int]:
 
 
 def _batched_update(queryset: Any, **values: Any) -> int:
+    """The memories of ``queryset`` updated a batch per transaction, each batch locked in id order
+    first (as asks reinforcing some of them at the same time lock theirs: ``_locked``)."""
     total = 0
     while True:
-        ids = list(queryset.order_by().values_list("pk", flat=True)[:LIFECYCLE_BATCH])
-        if not ids:
-            return total
-        total += queryset.model.objects.filter(pk__in=ids).update(**values)
+        with transaction.atomic():
+            ids = list(queryset.order_by().values_list("pk", flat=True)[:LIFECYCLE_BATCH])
+            if not ids:
+                return total
+            # Filtered again once locked: a memory an ask reinforced meanwhile may no longer match.
+            total += queryset.filter(pk__in=_locked(Q(pk__in=ids))).update(**values)
         if len(ids) < LIFECYCLE_BATCH:
             return total
 
 
 def _batched_delete(queryset: Any) -> int:
+    """The rows of ``queryset`` deleted a batch per transaction. A batch of memories is locked in id
+    order first, with the memories they superseded (deleting a memory clears their link)."""
     total = 0
+    label = queryset.model._meta.label
     while True:
-        ids = list(queryset.order_by().values_list("pk", flat=True)[:LIFECYCLE_BATCH])
-        if not ids:
-            return total
-        total += queryset.model.objects.filter(pk__in=ids).delete()[1].get(queryset.model._meta.label, 0)
+        with transaction.atomic():
+            ids = list(queryset.order_by().values_list("pk", flat=True)[:LIFECYCLE_BATCH])
+            if not ids:
+                return total
+            batch = queryset.filter(pk__in=ids)
+            if queryset.model is Memory:
+                _locked(Q(pk__in=ids) | Q(superseded_by__in=ids), for_delete=True)
+            total += batch.delete()[1].get(label, 0)
         if len(ids) < LIFECYCLE_BATCH:
             return total
 
