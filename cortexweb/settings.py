@@ -254,7 +254,9 @@ CELERY_REDIS_SOCKET_TIMEOUT = REDIS_SOCKET_TIMEOUT
 # The run lifecycle (apps/core/runs.py): a worker beats every HEARTBEAT seconds while it executes a
 # run; the sweep, every SWEEP seconds, re-enqueues a running run silent for STALE seconds (its
 # worker died) and fails it after MAX_EXECUTIONS starts; a queued run whose message was lost is
-# sent again after REDELIVER seconds. A killed run resumes within STALE + SWEEP seconds.
+# sent again after REDELIVER seconds. A killed run resumes within STALE + SWEEP seconds — or, past
+# its deadline (FACTS_/ARXIV_RUN_DEADLINE_SECONDS, from submission on every execution), is ended by
+# the sweep instead; so a killed worker's runs end within STALE + SWEEP (45 s), under the 60 s bound.
 CORTEX_RUN_HEARTBEAT_SECONDS = env.float("CORTEX_RUN_HEARTBEAT_SECONDS", default=5.0)
 CORTEX_RUN_STALE_SECONDS = env.float("CORTEX_RUN_STALE_SECONDS", default=30.0)
 CORTEX_RUN_SWEEP_SECONDS = env.float("CORTEX_RUN_SWEEP_SECONDS", default=15.0)
