@@ -576,10 +576,11 @@ def memories_import(*, scope: Scope, content: str, fmt: str) -> dict[str, Any]:
     transaction: all of them or, when any is refused, none.
 
     The owner is always the caller's token, never anything the file says; agent and session come
-    from the file (namespaces inside the token). An id free everywhere is kept; an id among this
-    token's memories is left alone (``unchanged``); an id of another token's memory, or a node that
-    is not a ``urn:uuid:``, gets a new id (``renamed``; supersession links follow it). A memory
-    without a usable embedding or concepts has them computed again from its content.
+    from the file (namespaces inside the token). An id among this token's memories is left alone
+    (``unchanged``); any other id gets this token's own id for it (``renamed``, see
+    ``_imported_id``; supersession links follow it), and so does a node that is not a ``urn:uuid:``
+    (a new random id). A memory without a usable embedding or concepts has them computed again
+    from its content.
     """
     if fmt not in rdf.MEDIA_TYPES:
         raise ValidationFailed("format must be 'turtle' or 'jsonld'.", details={"field": "format"})
@@ -608,8 +609,8 @@ def memories_import(*, scope: Scope, content: str, fmt: str) -> dict[str, Any]:
                 result = _import_rows(scope, records)
             break
         except IntegrityError:
-            # Another token stored one of these ids, or a memory a link names went away, since the
-            # ids were looked up: once more, with what is stored now.
+            # A memory a link names went away since the ids were looked up: once more, with what is
+            # stored now.
             if attempt == 1:
                 raise
     logger.info(
@@ -662,9 +663,27 @@ def _import_vectors_complete(records: list[dict[str, Any]]) -> None:
             record["concepts"] = concepts_extract(record["content"])
 
 
+def _imported_id(scope: Scope, file_id: uuid.UUID) -> uuid.UUID:
+    """The id a memory of the file that is not among this token's memories gets here: derived from
+    the token and the file's id, so importing the same file again finds it (``unchanged``).
+
+    Never the file's own id, even when it is free: keeping a free id and renaming a taken one told
+    the caller which ids another token's memories have (issue 23). Whatever other tokens hold, the
+    answer is now the same: an id outside the caller's memories is as good as unknown. The price is
+    that a memory removed and imported back comes back under a new id (``renamedIds`` says which).
+    Another token's memory cannot have this id: its imports derive ids from its own token, and
+    ``tell`` draws random ones.
+    """
+    return uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_URL, f"urn:cortexweb:token:{scope.token.pk}"), str(file_id))
+
+
 def _import_rows(scope: Scope, records: list[dict[str, Any]]) -> dict[str, Any]:
-    owners = dict(
-        Memory.objects.filter(id__in={r["id"] for r in records if r["id"]}).values_list("id", "token_id")
+    derived = {r["id"]: _imported_id(scope, r["id"]) for r in records if r["id"]}
+    # Only this token's memories are looked up: nothing here depends on what other tokens hold.
+    own = set(
+        Memory.objects.filter(token=scope.token, id__in={*derived, *derived.values()}).values_list(
+            "id", flat=True
+        )
     )
     final: dict[str, uuid.UUID] = {}  # ref in the file -> the id it has here
     used_ids: set[uuid.UUID] = set()
@@ -672,11 +691,16 @@ def _import_rows(scope: Scope, records: list[dict[str, Any]]) -> dict[str, Any]:
     renamed: dict[str, str] = {}
     for record in records:
         memory_id = record["id"]
-        if memory_id is not None and owners.get(memory_id) == scope.token.pk:
+        if memory_id in own:
             unchanged.add(record["ref"])
-        elif memory_id is None or memory_id in owners or memory_id in used_ids:
-            # Another token's id (or no UUID, or the same UUID spelt twice): the memory is new here.
-            memory_id = uuid.uuid4()
+        elif memory_id is not None and derived[memory_id] in own:
+            memory_id = derived[memory_id]  # imported before: already here under this token's id
+            unchanged.add(record["ref"])
+        else:
+            # New here: this token's id for it (a random one for a node without a UUID, or for the
+            # same UUID spelt twice).
+            fresh = derived.get(memory_id) if memory_id is not None else None
+            memory_id = fresh if fresh is not None and fresh not in used_ids else uuid.uuid4()
             renamed[str(record["id"] or record["ref"])] = str(memory_id)
         final[record["ref"]] = memory_id
         used_ids.add(memory_id)
@@ -724,15 +748,15 @@ def _import_rows(scope: Scope, records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _import_chunk_groups(scope: Scope, new: list[dict[str, Any]]) -> dict[uuid.UUID | None, uuid.UUID]:
-    """Each chunk group of the file -> the group it has here: kept, unless another token's
-    memories use it (two owners' chunks must never look like one content)."""
+    """Each chunk group of the file -> the group it has here: kept when this token's memories use
+    it (the other chunks of a content are here), else this token's id for it, as for memory ids
+    (``_imported_id``): two owners' chunks never look like one content, and what other tokens hold
+    changes nothing."""
     wanted = {record["chunk_group"] for record in new if record["chunk_group"]}
-    taken = set(
-        Memory.objects.filter(chunk_group__in=wanted)
-        .exclude(token=scope.token)
-        .values_list("chunk_group", flat=True)
+    own = set(
+        Memory.objects.filter(token=scope.token, chunk_group__in=wanted).values_list("chunk_group", flat=True)
     )
-    return {group: uuid.uuid4() if group in taken else group for group in wanted}
+    return {group: group if group in own else _imported_id(scope, group) for group in wanted}
 
 
 def _import_successors(
@@ -745,12 +769,20 @@ def _import_successors(
         for record in new
         if record["superseded_by"] and record["superseded_by"] not in final and record["superseded_by_id"]
     }
-    own = set(Memory.objects.filter(token=scope.token, id__in=outside).values_list("id", flat=True))
+    # A successor imported before is here under this token's id for it (``_imported_id``).
+    here = {memory_id: _imported_id(scope, memory_id) for memory_id in outside}
+    own = set(
+        Memory.objects.filter(token=scope.token, id__in={*outside, *here.values()}).values_list(
+            "id", flat=True
+        )
+    )
     links: dict[str, uuid.UUID] = {}
     for record in new:
-        successor = record["superseded_by"]
+        successor, successor_id = record["superseded_by"], record["superseded_by_id"]
         if successor in final:
             links[record["ref"]] = final[successor]
-        elif record["superseded_by_id"] in own:
-            links[record["ref"]] = record["superseded_by_id"]
+        elif successor_id in own:
+            links[record["ref"]] = successor_id
+        elif successor_id in here and here[successor_id] in own:
+            links[record["ref"]] = here[successor_id]
     return links

@@ -86,6 +86,29 @@ def told(owner: ApiToken) -> dict[str, str]:
     return {"old": old, "new": new, "chunked": chunked, "planner": planner}
 
 
+def token_id_for(token: ApiToken, file_id: str) -> str:
+    """The id an import gives a file's id that is not among ``token``'s memories (docs/memory.md)."""
+    return str(uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_URL, f"urn:cortexweb:token:{token.pk}"), file_id))
+
+
+def renamed_snapshot(rows: dict[str, dict[str, Any]], token: ApiToken) -> dict[str, dict[str, Any]]:
+    """``snapshot`` rows as an import into ``token`` of memories it does not hold stores them."""
+
+    def moved(value: Any) -> Any:
+        return uuid.UUID(token_id_for(token, str(value))) if value is not None else None
+
+    return {
+        token_id_for(token, memory_id): {
+            **fields,
+            "id": moved(fields["id"]),
+            "token_id": token.pk,
+            "chunk_group": moved(fields["chunk_group"]),
+            "superseded_by_id": moved(fields["superseded_by_id"]),
+        }
+        for memory_id, fields in rows.items()
+    }
+
+
 def snapshot(token: ApiToken) -> dict[str, dict[str, Any]]:
     """Every stored field of ``token``'s memories (the embedding as a list), by id."""
     rows = {}
@@ -176,15 +199,26 @@ def test_import_restores_every_field_of_what_was_exported(owner, told, fmt) -> N
 
     result = services.memories_import(scope=Scope(token=owner), content=content, fmt=fmt)
 
-    assert result == {"imported": count, "unchanged": 0, "renamed": 0, "total": count, "renamedIds": {}}
-    assert snapshot(owner) == before
-    old = Memory.objects.get(id=told["old"])
-    assert (old.superseded_by_id, old.access_count, old.decay_factor) == (
-        uuid.UUID(told["new"]),
+    # Every field comes back; the ids are the token's own for the file's ids (the removed memories'
+    # ids are no longer the token's: an import does not say whether anyone else holds them).
+    renamed = {memory_id: token_id_for(owner, memory_id) for memory_id in before}
+    assert result == {
+        "imported": count,
+        "unchanged": 0,
+        "renamed": count,
+        "total": count,
+        "renamedIds": renamed,
+    }
+    assert snapshot(owner) == renamed_snapshot(before, owner)
+    old = Memory.objects.get(id=renamed[told["old"]])
+    assert (str(old.superseded_by_id), old.access_count, old.decay_factor) == (
+        renamed[told["new"]],
         7,
         0.7290000000000001,
     )
     assert old.valid_until is not None
+    again = services.memories_import(scope=Scope(token=owner), content=content, fmt=fmt)
+    assert again == {"imported": 0, "unchanged": count, "renamed": 0, "total": count, "renamedIds": {}}
 
 
 def test_importing_memories_already_there_changes_nothing(owner, told) -> None:
@@ -200,7 +234,8 @@ def test_a_partly_deleted_chain_is_relinked_to_the_memory_still_there(owner, tol
     Memory.objects.filter(id=told["old"]).delete()
     result = services.memories_import(scope=Scope(token=owner), content=content, fmt="turtle")
     assert (result["imported"], result["unchanged"]) == (1, 4)
-    assert Memory.objects.get(id=told["old"]).superseded_by_id == uuid.UUID(told["new"])
+    assert result["renamedIds"] == {told["old"]: token_id_for(owner, told["old"])}
+    assert Memory.objects.get(id=token_id_for(owner, told["old"])).superseded_by_id == uuid.UUID(told["new"])
 
 
 # --- Isolation and identity --------------------------------------------------------------------------
@@ -225,8 +260,9 @@ def test_importing_another_tokens_file_gives_new_ids_and_keeps_the_links(owner, 
         count,
         count,
     )
-    assert set(result["renamedIds"]) == set(before)
+    assert result["renamedIds"] == {memory_id: token_id_for(other, memory_id) for memory_id in before}
     assert snapshot(owner) == before  # the owner's memories are untouched
+    assert snapshot(other) == renamed_snapshot(before, other)
     mine = {str(m.id): m for m in Memory.objects.filter(token=other)}
     assert set(mine) == set(result["renamedIds"].values())
     old = mine[result["renamedIds"][told["old"]]]
@@ -253,7 +289,38 @@ def test_the_owner_always_comes_from_the_credential(owner, other) -> None:
             cortex:token "{owner.pk}" ; cortex:owner <urn:cortexweb:token:{owner.pk}> .
     """
     services.memories_import(scope=Scope(token=other), content=turtle, fmt="turtle")
-    assert Memory.objects.get(id=memory_id).token_id == other.pk
+    assert Memory.objects.get(id=token_id_for(other, str(memory_id))).token_id == other.pk
+
+
+def test_an_import_answers_the_same_whether_another_token_holds_the_id_or_nobody_does(owner, other) -> None:
+    """Issue 23: an id of another token's memory was renamed and a free id kept, which told the
+    caller which ids exist elsewhere. Both are now unknown to the caller alike, and the other
+    token's memory is untouched."""
+    theirs = tell(Scope(token=owner), "The vault combination is kept by the night guard.", domain="ops")
+    nobodys = str(uuid.uuid4())
+    before = snapshot(owner)
+
+    def import_one(memory_id: str) -> dict[str, Any]:
+        turtle = f"""
+            @prefix semem: <http://purl.org/stuff/semem/> .
+            <urn:uuid:{memory_id}> a semem:Interaction ; semem:output "Deploys happen on Tuesdays." .
+        """
+        return services.memories_import(scope=Scope(token=other), content=turtle, fmt="turtle")
+
+    for memory_id in (theirs, nobodys):
+        assert import_one(memory_id) == {
+            "imported": 1,
+            "unchanged": 0,
+            "renamed": 1,
+            "total": 1,
+            "renamedIds": {memory_id: token_id_for(other, memory_id)},
+        }
+    assert snapshot(owner) == before
+    assert set(Memory.objects.filter(token=other).values_list("id", flat=True)) == {
+        uuid.UUID(token_id_for(other, theirs)),
+        uuid.UUID(token_id_for(other, nobodys)),
+    }
+    assert not Memory.objects.filter(id=nobodys).exists()
 
 
 # --- Semem's own files -------------------------------------------------------------------------------
@@ -392,7 +459,8 @@ def test_rest_export_then_import(make_token) -> None:
     Memory.objects.filter(token=token).delete()
     imported = client.post("/v1/memory/import", turtle.content, content_type="text/turtle")
     assert imported.status_code == 200, imported.content
-    assert imported.json() == {"imported": 2, "unchanged": 0, "renamed": 0, "total": 2, "renamedIds": {}}
+    assert imported.json()["imported"] == 2
+    assert imported.json()["renamed"] == 2
     again = client.post("/v1/memory/import?format=jsonld", jsonld.content, content_type="application/ld+json")
     assert again.json()["unchanged"] == 1
 
