@@ -5,6 +5,7 @@ And ``owner_user_id`` of a proposal is the caller's, as ``agent_id`` is."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from apps.ontology import graph as ontology_graph_module
 from apps.ontology import services, sparql_regex
 from apps.ontology.models import OntologyProposal
 from apps.ontology.sparql import KILL_GRACE_SECONDS, QUERY_MAX_LENGTH, RESULT_MAX_BYTES, _query_slots
+from tests.mcp_server.conftest import stdio_session
 from tests.ontology.test_query_and_propose import _STARTER_VECTORS, CREATE, ontology, propose, query, writer
 
 __all__ = ["ontology", "writer"]  # fixtures used here
@@ -139,6 +141,22 @@ def test_the_mcp_tool_is_killed_at_the_same_limit(
         "The query ran past the 0.5 s time limit and was stopped; no partial result is returned."
     ]
     assert "result" not in outcome.structured  # absent when stopped
+
+
+def test_over_stdio_the_child_writes_nothing_on_the_protocol_channel(committed_ontology: None) -> None:
+    """``manage.py mcp_stdio`` speaks JSON-RPC on stdout, which each query's child inherits: two
+    calls in a row answer, so nothing but the server's own messages reached the client."""
+
+    async def go() -> list[Any]:
+        async with stdio_session() as client:
+            return [
+                await client.call_tool("ontology_query", {"sparql": ISSUE_QUERY.format(a="a" * 100)}),
+                await client.call_tool("ontology_query", {"sparql": "ASK { cw:CWE89SqlInjection ?p ?o }"}),
+            ]
+
+    regex, plain = asyncio.run(go())
+    assert regex.is_error is False and regex.structured_content["result"]["rows"] == [{"ask": False}]
+    assert plain.is_error is False and plain.structured_content["result"]["rows"] == [{"ask": True}]
 
 
 def test_a_query_longer_than_the_cap_is_a_422_saying_so(ontology: None) -> None:
