@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
-from django.db.models.functions import Greatest, Least
+from django.db.models.functions import Greatest
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -287,43 +287,63 @@ def _locked(condition: Q, *, for_delete: bool = False) -> list[uuid.UUID]:
     return list(rows.values_list("id", flat=True))
 
 
+# Two statements sent as one query (one round trip): the first locks the rows in id order
+# (``_locked``'s rule); the second, with a snapshot taken after those locks (READ COMMITTED takes one
+# per statement), updates the row versions this transaction now holds, so it never waits. One
+# statement could not do both: an UPDATE reading a locking CTE still sees, through its own older
+# snapshot, versions it must then wait for, and deadlocked with the next ask in line. Sent outside a
+# transaction (an ask), the two run as one implicit transaction and the locks last as long as the
+# query: a Python thread waiting for its turn between statements while holding them would stall
+# every ask sharing a memory. (Django's psycopg cursor binds parameters client-side, which allows
+# several statements in one query.)
+_REINFORCE_SQL = """
+SELECT id FROM {table} WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE;
+UPDATE {table} AS memory
+SET access_count = memory.access_count + wanted.times,
+    last_accessed_at = %(now)s,
+    decay_factor = LEAST(memory.decay_factor * wanted.factor, 1.0)
+FROM unnest(%(ids)s::uuid[], %(times)s::integer[], %(factors)s::double precision[])
+    AS wanted(id, times, factor)
+WHERE memory.id = wanted.id
+"""
+
+
 def _reinforce(*, ids: Sequence[uuid.UUID], config: MemorySettings, now: datetime) -> None:
-    """One more access for each of ``ids`` (an id listed twice counts twice), as one UPDATE per
-    multiplicity: ``F()`` expressions, so concurrent reinforcements never lose a count. Runs in the
-    caller's transaction, which holds the rows' locks (taken here in id order) until it ends."""
+    """One more access for each of ``ids`` (an id listed twice counts twice), added in the database
+    (``count + n``, as ``F()`` does), so concurrent reinforcements never lose a count; the rows are
+    locked in id order first, in the same query (``_REINFORCE_SQL``)."""
     counts: dict[uuid.UUID, int] = {}
     for memory_id in ids:
         counts[memory_id] = counts.get(memory_id, 0) + 1
-    _locked(Q(id__in=counts))
-    by_times: dict[int, list[uuid.UUID]] = {}
-    for memory_id, times in counts.items():
-        by_times.setdefault(times, []).append(memory_id)
-    for times, group in by_times.items():
-        Memory.objects.filter(id__in=group).update(
-            access_count=F("access_count") + times,
-            last_accessed_at=now,
-            decay_factor=Least(F("decay_factor") * config.reinforce_factor**times, 1.0),
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _REINFORCE_SQL.format(table=connection.ops.quote_name(Memory._meta.db_table)),
+            {
+                "ids": list(counts),
+                "times": list(counts.values()),
+                # The factor as Python computes it, so the product is the one F() * factor gave.
+                "factors": [config.reinforce_factor**times for times in counts.values()],
+                "now": now,
+            },
         )
 
 
 def memories_reinforce(
     *, hits: Sequence[tuple[uuid.UUID, float]], config: MemorySettings | None = None
 ) -> None:
-    """What ``ask`` does to the memories it returns: reinforce each and record the access, in one
-    transaction (the counts and the access history agree), done before ``ask`` answers: the counts
-    are exact when it returns."""
+    """What ``ask`` does to the memories it returns: reinforce each, then record the accesses (an
+    insert that waits for no reinforcement), both before ``ask`` answers: the counts are exact when
+    it returns."""
     if not hits:
         return
     now = timezone.now()
-    config = config or MemorySettings.current()
-    with transaction.atomic():
-        _reinforce(ids=[memory_id for memory_id, _ in hits], config=config, now=now)
-        MemoryAccess.objects.bulk_create(
-            [
-                MemoryAccess(memory_id=memory_id, accessed_at=now, relevance=relevance)
-                for memory_id, relevance in hits
-            ]
-        )
+    _reinforce(ids=[memory_id for memory_id, _ in hits], config=config or MemorySettings.current(), now=now)
+    MemoryAccess.objects.bulk_create(
+        [
+            MemoryAccess(memory_id=memory_id, accessed_at=now, relevance=relevance)
+            for memory_id, relevance in hits
+        ]
+    )
 
 
 def _supersede(
