@@ -174,6 +174,9 @@ class ErrorDocumentingAutoSchema(AutoSchema):
     """DRF's schema with each operation's error responses; every /api/ operation needs a token."""
 
     def map_field(self, field: Any) -> dict[str, Any]:
+        if isinstance(field, serializers.BooleanField):
+            # DRF matches the boolean by exact class: its subclasses (JsonBooleanField) became "string".
+            return {"type": "boolean"}
         if isinstance(field, serializers.JSONField):
             return {"description": "Any JSON value."}  # DRF says "object"; lists are stored too
         if isinstance(field, serializers.SerializerMethodField):

@@ -355,11 +355,6 @@ def test_every_page_route_survives_every_probe_as_a_signed_in_superuser(page_swe
 # --- /mcp ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    reason="/mcp parses bodies outside Django's edge (apps/mcp_server, cortexweb/asgi.py): its fix for 10k "
-    "nesting (issue #23, the MCP slice; apps.core.middleware.json_nested_too_deep) lands separately",
-    strict=False,
-)
 @pytest.mark.django_db(transaction=True)
 def test_mcp_survives_every_probe(cortex_server, make_token, default_registry) -> None:  # noqa: F811
     """/mcp is served beside Django (cortexweb/asgi.py), so it is probed over a real server."""

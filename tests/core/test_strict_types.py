@@ -154,3 +154,12 @@ def test_api_forms_and_json_types_are_read_as_before(admin_client_token: Client)
     )
     assert form.status_code == 200, form.content[:300]
     assert (form.json()["enabled"], form.json()["ttl_seconds"]) == (True, 90)
+
+
+def test_the_api_document_still_types_the_strict_fields() -> None:
+    connector = Client().get("/api/openapi.json").json()["components"]["schemas"]["Connector"]["properties"]
+    assert (connector["enabled"], connector["ttl_seconds"]["type"], connector["slug"]["type"]) == (
+        {"type": "boolean"},
+        "integer",
+        "string",
+    )
