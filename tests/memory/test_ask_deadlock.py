@@ -64,29 +64,28 @@ def _start(ids: list[uuid.UUID], outcome: dict[str, object], name: str) -> tuple
     return thread, pids.get(timeout=WAIT)
 
 
-def _waits(pid: int) -> int:
-    """How many times ``pid``'s backend has started waiting for a lock, so far (it is waiting now or
-    finished when this returns)."""
-    deadline = time.monotonic() + WAIT
+def _waiting_or_done(pid: int) -> bool:
+    """Whether ``pid``'s backend, its reinforcement sent, waits for a lock or has finished."""
     with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            row = cursor.fetchone()
-            if row is None or row[0] == "Lock":
-                return 1
-            cursor.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", [pid])
-            state = cursor.fetchone()
-            if state is None or state[0] == "idle":
-                return 0
-            time.sleep(0.02)
-    raise AssertionError(f"backend {pid} neither waited for a lock nor finished in {WAIT} s")
+        cursor.execute("SELECT state, wait_event_type, query FROM pg_stat_activity WHERE pid = %s", [pid])
+        row = cursor.fetchone()
+    if row is None:
+        return True  # its thread is done and closed its connection
+    state, wait_event_type, query = row
+    return "memory_memory" in query and (wait_event_type == "Lock" or state == "idle")
 
 
 def _settle(pid: int) -> None:
-    """Until ``pid``'s backend waits for a lock or is done (idle, or gone)."""
-    _waits(pid)
-    time.sleep(0.2)  # a backend that just woke up must reach its next lock, if it has one
-    _waits(pid)
+    """Until ``pid``'s backend waits for a lock or is done, twice 0.2 s apart: one that was just let
+    go must reach its next lock, if it has one, first."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if _waiting_or_done(pid):
+            time.sleep(0.2)
+            if _waiting_or_done(pid):
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"backend {pid} neither waited for a lock nor finished in {WAIT} s")
 
 
 @pytest.mark.django_db(transaction=True)
