@@ -113,8 +113,8 @@ def memories_export(request: HttpRequest, filters: Query[ExportIn]) -> HttpRespo
     },
 )
 def memories_import(request: HttpRequest, query: Query[ImportQueryIn]) -> dict[str, Any]:
-    """Restores the memories of a file into this token's memories, all or none: ids are kept when free,
-    left alone when already this token's, renamed when another token's."""
+    """Restores the memories of a file into this token's memories, all or none: ids already this
+    token's are left alone; every other id gets this token's own id for it (renamed), whoever holds it."""
     fmt = _import_format(request, query.format)
     try:
         content = request.body.decode("utf-8")

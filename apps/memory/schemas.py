@@ -231,9 +231,15 @@ class ImportQueryIn(StrictSchema):
 
 class ImportOut(Schema):
     imported: int = Field(..., description="Memories stored.")
-    unchanged: int = Field(..., description="Memories already among this token's (same id): left alone.")
+    unchanged: int = Field(
+        ...,
+        description="Memories already among this token's (under their id, or this token's id for it from an "
+        "earlier import): left alone.",
+    )
     renamed: int = Field(
-        ..., description="Memories stored under a new id (their id belongs to another token, or is no UUID)."
+        ...,
+        description="Memories stored under a new id: this token's id for a file id that is not among its "
+        "memories (whoever holds it), or a random one for a node that is no UUID.",
     )
     total: int = Field(..., description="Memories in the file.")
     renamedIds: dict[str, str] = Field(
