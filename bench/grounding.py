@@ -47,6 +47,8 @@ CALIBRATION = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_cal
 # Written blind to the checker's code and to the other sets, and only ever scored as a whole: the honest
 # figure. Never look at its misjudged claims, never fit anything on it.
 BLIND = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_blind2.jsonl"
+# A third blind set, written for issue #24 the same way; scored only as a whole, when it is there.
+BLIND3 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_blind3.jsonl"
 VERDICTS = ("supported", "contradicted", "unverified")
 
 
@@ -125,6 +127,7 @@ def _print_figures(name: str, judged: Judged) -> None:
         print(f"{name}.{verdict}: precision {precision:.3f} recall {recall:.3f} (n={len(actual)})")
     decisive = [(c, got) for c, got in results if got != "unverified"]
     print(f"{name}.decisive_precision: {_accuracy(decisive):.3f} (n={len(decisive)} of {len(results)})")
+    print(f"{name}.decided: {len(decisive) / len(results):.3f} of claims supported or contradicted")
     matrix = Counter((c["verdict"], got) for c, got in results)
     print(f"{name}.confusion (expected → got): " + "; ".join(
         f"{e}→{g}: {matrix[(e, g)]}" for e in VERDICTS for g in VERDICTS
@@ -143,6 +146,8 @@ def run(report) -> None:
         "grounding.calibration(fitted on)": _read(CALIBRATION),
         "grounding.blind2": _read(BLIND),
     }
+    if BLIND3.exists():
+        sets["grounding.blind3"] = _read(BLIND3)
     print(f"grounding.judge: {settings.GROUNDING_JUDGE}")
     # The packs are loaded for good, as ``make run`` loads them: searched inside the transaction that
     # inserted them, the tables are full of dead row versions and every query is slower.

@@ -30,12 +30,15 @@ from django.conf import settings
 
 from apps.grounding.models import Verdict
 
-#: A supported/contradicted verdict is given only when its basis was right more often than not: below
-#: that, saying it would be wrong more often than right, and "unverified" with the signal named is honest.
-DECISIVE_MIN_PROBABILITY = 0.5
-#: Evidence this close (cosine) or closer is "close"; between the support threshold and this, "near".
-CLOSE_SIMILARITY = 0.76
+#: A supported/contradicted verdict is given only when its basis was right at least this often on the
+#: calibration claims (smoothed): the review threshold's "right 7 times in 10" (issue #24: decisive
+#: precision ≥ 0.90, wrong verdicts at ≥ 0.7 ≤ 5 %). Below it, "unverified" leaning to the verdict,
+#: with the signal named, is honest.
+DECISIVE_MIN_PROBABILITY = 0.7
 EXACT_SIGNALS = frozenset({"quantity", "identifier", "complexity", "superseded"})
+#: A prohibited or negated action the claim recommends or allows ("may store" against "MUST NOT store",
+#: "Hash passwords with MD5" against "MD5 … must not be used for passwords").
+PROHIBITED_SIGNALS = frozenset({"modal", "stance"})
 VERDICTS = tuple(Verdict.values)
 
 
@@ -61,14 +64,19 @@ class Calibrated:
         return f"{self.right} {on_basis} were {self.verdict}."
 
 
-def basis_of(*, verdict: str, signal_type: str = "", similarity: float = 0.0, source: str = "local") -> str:
+def basis_of(*, verdict: str, signal_type: str = "", source: str = "local") -> str:
     """The basis of a local or Wikidata verdict (see the module docstring)."""
     if source == "wikidata":
         return f"wikidata:{verdict}"
     if verdict == Verdict.CONTRADICTED:
-        return "contradicted:exact" if signal_type in EXACT_SIGNALS else "contradicted:wording"
+        if signal_type in EXACT_SIGNALS:
+            return "contradicted:exact"
+        if signal_type in PROHIBITED_SIGNALS:
+            return "contradicted:prohibited"
+        return "contradicted:swapped" if signal_type == "swapped" else "contradicted:wording"
     if verdict == Verdict.SUPPORTED:
-        return "supported:close" if similarity >= CLOSE_SIMILARITY else "supported:near"
+        # Similarity is never a basis: a supported verdict rests on a sentence that states every part.
+        return "supported:stated"
     return f"unverified:{signal_type or 'unrelated'}"
 
 
@@ -93,7 +101,7 @@ def calibrated(*, basis: str, verdict: str) -> Calibrated:
     def probability(of: str) -> float:
         return (int(counts.get(of, 0)) + 1) / (seen + len(VERDICTS))
 
-    if verdict != Verdict.UNVERIFIED and probability(verdict) <= DECISIVE_MIN_PROBABILITY:
+    if verdict != Verdict.UNVERIFIED and probability(verdict) < DECISIVE_MIN_PROBABILITY:
         unverified = Verdict.UNVERIFIED
         return Calibrated(
             unverified, probability(unverified), seen, int(counts.get(unverified, 0)),

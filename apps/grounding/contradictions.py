@@ -254,7 +254,7 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
     claim_ids, evidence_ids = identifiers(claim), identifiers(evidence)
     signals = [
         *_quantity_clashes(claim, evidence),
-        *_identifier_clashes(claim_ids, evidence_ids),
+        *(_identifier_clashes(claim_ids, evidence_ids) if _same_edition(claim, evidence) else ()),
         *_complexity_clashes(claim, evidence),
     ]
     superseded = _superseded(claim, evidence, claim_ids, evidence_ids)
@@ -281,6 +281,16 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
             signals.append(found)
             break
     return signals
+
+
+_YEAR_RE = re.compile(r"(?<![\w.:])(?:19|20)\d\d(?![\w.])")
+
+
+def _same_edition(claim: str, evidence: str) -> bool:
+    """Whether an identifier of the claim can be the evidence's: not when the claim dates it to a year
+    the evidence never names ("category A4 in the 2017 edition" against an entry on the 2021 one)."""
+    stated = set(_YEAR_RE.findall(evidence)) | set(re.findall(r"(?<=:)(?:19|20)\d\d", evidence))
+    return not set(_YEAR_RE.findall(claim)) - stated
 
 
 def _stance_clash(claim: str, evidence: str) -> Signal | None:

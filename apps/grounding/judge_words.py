@@ -36,6 +36,12 @@ def _phrases(words: list[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-])(?:{'|'.join(alternatives)})(?![\w-])", re.I)
 
 
+def _leading(words: list[str]) -> re.Pattern[str]:
+    """One pattern matching any of the phrases as the first words of a text, case-insensitively."""
+    alternatives = sorted({re.escape(word.strip()) for word in words if word.strip()}, key=len, reverse=True)
+    return re.compile(rf"^\s*(?:{'|'.join(alternatives)})(?![\w-])", re.I)
+
+
 @functools.cache
 def judge_words() -> dict[str, Any]:
     """The whole file (parsed once per process)."""
@@ -51,3 +57,38 @@ def stance_cues() -> StanceCues:
         endorse_before=_phrases(stance["endorse_before"]),
         endorse_after=_phrases(stance["endorse_after"]),
     )
+
+
+@dataclass(frozen=True)
+class ModalityCues:
+    """Phrases that prohibit, require, recommend or permit what a sentence names, compiled; the verbs of
+    advice that make a sentence starting with them a recommendation, and the verbs of being that say
+    such a first word is not a command after all ("Hash functions are …")."""
+
+    prohibit: re.Pattern[str]
+    require: re.Pattern[str]
+    recommend: re.Pattern[str]
+    permit: re.Pattern[str]
+    imperative_verbs: frozenset[str]
+    being: frozenset[str]
+    negated_imperative: re.Pattern[str]  # prohibits only at the start of a sentence ("Never use …")
+
+
+@functools.cache
+def modality_cues() -> ModalityCues:
+    modality = judge_words()["modality"]
+    return ModalityCues(
+        prohibit=_phrases(modality["prohibit"]),
+        require=_phrases(modality["require"]),
+        recommend=_phrases(modality["recommend"]),
+        permit=_phrases(modality["permit"]),
+        imperative_verbs=frozenset(modality["imperative_verbs"]),
+        being=frozenset(modality["being"]),
+        negated_imperative=_leading(modality["negated_imperative"]),
+    )
+
+
+@functools.cache
+def scope_words() -> frozenset[str]:
+    """Words that rank, order, count or bound what a sentence says ("only", "first", "higher")."""
+    return frozenset(judge_words()["scope"]["words"])

@@ -42,6 +42,12 @@ class VerificationOut(Schema):
     wikidata: list[dict[str, Any]] | None = Field(None, description="Wikidata statements cited.")
     verificationId: int
     judge: JudgeOut
+    leaning: Literal["supported", "contradicted", "none"] = Field(
+        "none",
+        description="For an unverified claim: the verdict the evidence points to without deciding it "
+        "(similarity alone, or a basis the calibration did not earn); none for a decided claim.",
+    )
+    leaningOn: str | None = Field(None, description="What the leaning rests on: the entry and its sentence.")
 
 
 class GroundIn(StrictSchema):

@@ -53,6 +53,7 @@ from apps.grounding.models import (
     Verdict,
     Verification,
 )
+from apps.grounding.stance import claim_parts
 from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry, KnowledgeSource
 from apps.knowledge.selectors import SearchHit
@@ -158,6 +159,10 @@ class Outcome:
     judge_note: str = ""  # a model judge that failed, and that the local judge decided instead
     judge_latency_ms: float | None = None
     judge_details: dict[str, Any] = field(default_factory=dict)
+    # An abstention that points somewhere (docs/grounding.md "Leaning"): supported/contradicted/none,
+    # and the evidence sentence it leans on. A decisive verdict leans on nothing: it is decided.
+    leaning: str = "none"
+    leaning_on: str = ""
 
     @property
     def related_entries(self) -> list[str]:
@@ -198,8 +203,12 @@ def _calibrated(outcome: Outcome) -> Outcome:
         return outcome
     result = calibrated(basis=outcome.basis, verdict=outcome.verdict)
     if result.demoted_from:
+        # Not decided, but not nothing either: the abstention leans to what the evidence pointed to.
         outcome.verdict = result.verdict
         outcome.correction = ""
+        outcome.leaning = result.demoted_from
+    elif outcome.verdict != Verdict.UNVERIFIED:
+        outcome.leaning, outcome.leaning_on = "none", ""
     outcome.confidence = _clamp(result.probability)
     outcome.confidence_note = result.note(outcome.basis)
     return outcome
@@ -389,6 +398,18 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
             basis=basis_of(verdict=Verdict.CONTRADICTED, signal_type=first["type"]),
             rests_on=f"{first['type']}: the claim says “{first['claim']}”, {chosen.hit.entry.entry_id} says "
             f"“{first['evidence']}” ({chosen.sentence})",
+            leaning_on=_leans_on(chosen),
+        )  # fmt: skip
+    # Similarity only says which sentences to read: one that states every part of the claim supports it,
+    # however it is worded ("Use bcrypt, scrypt or Argon2 …" against "recommends storing passwords with …").
+    stating = next((e for e in evidence[:3] if not _parts_missing(claim, e)), None)
+    if stating is not None and not _counts(stating):
+        ordered = [stating, *[e for e in evidence if e is not stating]][:3]
+        return Outcome(
+            claim, domain, Verdict.SUPPORTED, UNCALIBRATED, ordered,
+            basis=basis_of(verdict=Verdict.SUPPORTED),
+            rests_on=f"{stating.hit.entry.entry_id} states every part of the claim (its numbers and names, "
+            f"what it asserts, its polarity and modality): {stating.sentence}",
         )  # fmt: skip
     if best.similarity >= SUPPORT_SIMILARITY:
         # What the close evidence states (a claim may join two entries' facts).
@@ -403,10 +424,14 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
                 rests_on=f"The closest evidence ({best.hit.entry.entry_id}) does not state "
                 f"{', '.join(unstated)}: {best.sentence}",
             )  # fmt: skip
+        # Close is not the same: no sentence states every part, so the claim only leans to supported.
+        missing = _parts_missing(claim, best)
         return Outcome(
-            claim, domain, Verdict.SUPPORTED, UNCALIBRATED, evidence[:3],
-            basis=basis_of(verdict=Verdict.SUPPORTED, similarity=best.similarity),
-            rests_on=f"{best.hit.entry.entry_id} ({best.similarity:.2f} similar): {best.sentence}",
+            claim, domain, Verdict.UNVERIFIED, UNCALIBRATED, evidence[:3],
+            basis=basis_of(verdict=Verdict.UNVERIFIED, signal_type="leaning"),
+            rests_on=f"The closest evidence ({best.hit.entry.entry_id}, {best.similarity:.2f} similar) is "
+            f"about the same thing but does not state {'; '.join(missing)}: {best.sentence}",
+            leaning=Verdict.SUPPORTED, leaning_on=_leans_on(best),
         )  # fmt: skip
     # Related knowledge exists but neither says the same nor disagrees explicitly.
     return Outcome(
@@ -415,6 +440,22 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
         rests_on=f"The closest evidence ({best.hit.entry.entry_id}, {best.similarity:.2f} similar) neither "
         f"says the same nor disagrees explicitly: {best.sentence}",
     )  # fmt: skip
+
+
+#: The share of what a claim asserts (its content words less the cue words) that a sentence must say for
+#: it to state the claim; written against the first two claim sets (docs/grounding.md "Rules").
+MIN_ASSERTED_COVERAGE = 0.66
+
+
+def _parts_missing(claim: str, evidence: Evidence) -> list[str]:
+    """The parts of the claim the evidence sentence does not state (``stance.claim_parts``)."""
+    entry = evidence.hit.entry
+    parts = claim_parts(claim, evidence.sentence, f"{entry.topic}. ({entry.source})")
+    return parts.missing(MIN_ASSERTED_COVERAGE)
+
+
+def _leans_on(evidence: Evidence) -> str:
+    return f"{evidence.hit.entry.entry_id}: {evidence.sentence}"
 
 
 def _stated_text(entry: KnowledgeEntry) -> str:
@@ -527,6 +568,10 @@ def verification_result(*, verification: Verification) -> dict[str, Any]:
         "note": verification.judge_note or None,
         "latencyMs": verification.judge_latency_ms,
     }
+    # An abstention that points somewhere says where, and on which sentence (the one it rests on).
+    result["leaning"] = verification.leaning or "none"
+    if result["leaning"] != "none":
+        result["leaningOn"] = verification.rests_on
     if verification.correction:
         result["correction"] = verification.correction
     if verification.signals:

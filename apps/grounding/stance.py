@@ -20,8 +20,16 @@ import functools
 import re
 from dataclasses import dataclass
 
-from apps.grounding.contradictions import content_words, name_tokens, shared_weight, without_non_negations
-from apps.grounding.judge_words import stance_cues
+from apps.grounding.contradictions import (
+    _NUMBER_WORDS,
+    content_words,
+    name_tokens,
+    negated_words,
+    shared_weight,
+    unstated_details,
+    without_non_negations,
+)
+from apps.grounding.judge_words import judge_words, modality_cues, scope_words, stance_cues
 
 REJECT, ENDORSE = "reject", "endorse"
 _PIECE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])|;|:(?=\s)|,?\s+(?:but|whereas|while)\s+", re.I)
@@ -60,6 +68,10 @@ def _cues(piece: str) -> list[_Cue]:
         )
         for match in pattern.finditer(piece)
     ]
+    command = imperative(piece)
+    if command and not any(cue.start == 0 for cue in found):
+        # "Hash passwords with MD5." recommends what it names as surely as "… should be hashed with MD5".
+        found.append(_Cue(0, len(command), ENDORSE, True, command))
     # A cue inside a longer one is part of it: the longest wins ("must not be used" over "must", "MUST NOT"
     # over its "not"); two of the same side that only partly overlap work both ways ("MD5 is fine to use":
     # "is fine", "fine to").
@@ -158,3 +170,213 @@ def stance_clash(claim: str, evidence: str) -> StanceClash | None:
         if topic >= MIN_SHARED_TOPIC:
             return StanceClash(term, ours, other)
     return None
+
+
+_FIRST_WORD_RE = re.compile(r"\s*([A-Za-z]+)\b")
+PROHIBIT, REQUIRE, RECOMMEND, PERMIT, STATE = "prohibit", "require", "recommend", "permit", "state"
+
+
+def imperative(sentence: str) -> str:
+    """The verb of advice a command starts with ("Use …", "Hash passwords with MD5"), or "" when the
+    sentence is not a command: its first word is no such verb, or a verb of being follows it ("Hash
+    functions are fast" describes)."""
+    cues = modality_cues()
+    first = _FIRST_WORD_RE.match(sentence)
+    if first is None or first.group(1).lower() not in cues.imperative_verbs:
+        return ""
+    rest = {word.lower() for word in _WORD_RE.findall(sentence[first.end() :])}
+    return "" if rest & cues.being else first.group(1)
+
+
+@functools.lru_cache(maxsize=4096)
+def modalities(text: str) -> frozenset[str]:
+    """What ``text`` does with what it names: prohibits, requires, recommends, permits, or (none of
+    these) only states. A prohibition's words are taken out before the rest is read, so "must not"
+    is not also a "must"; a sentence may do several things ("recommends Argon2id … must not be used")."""
+    cues = modality_cues()
+    text = without_non_negations(text)
+    found = set()
+    if cues.prohibit.search(text) or cues.negated_imperative.search(text):
+        found.add(PROHIBIT)
+        text = cues.negated_imperative.sub(" ", cues.prohibit.sub(" ", text))
+    for side, pattern in ((REQUIRE, cues.require), (RECOMMEND, cues.recommend), (PERMIT, cues.permit)):
+        if pattern.search(text):
+            found.add(side)
+    if imperative(text) and PROHIBIT not in found:
+        found.add(RECOMMEND)
+    return frozenset(found or {STATE})
+
+
+#: What evidence must do for a claim that does each thing to be stated by it: a recommendation is stated
+#: by a recommendation or a requirement (a weaker claim than its evidence still holds), a requirement only
+#: by a requirement, a prohibition only by a prohibition, a permission ("may", "optional") only by a
+#: permission; a plain statement by anything but a prohibition (what must be, is, as the packs state
+#: rules).
+STATED_BY = {
+    PROHIBIT: frozenset({PROHIBIT}),
+    REQUIRE: frozenset({REQUIRE}),
+    RECOMMEND: frozenset({RECOMMEND, REQUIRE}),
+    PERMIT: frozenset({PERMIT}),
+    STATE: frozenset({STATE, REQUIRE, RECOMMEND, PERMIT}),
+}
+
+
+def modality_stated(claim: str, evidence: str) -> bool:
+    """Whether the evidence does what the claim does with what it names (``STATED_BY``), for every
+    thing the claim does."""
+    theirs = modalities(evidence)
+    return all(STATED_BY[mine] & theirs for mine in modalities(claim))
+
+
+@functools.cache
+def _cue_words() -> frozenset[str]:
+    """The content words of every cue: what a sentence does with a thing, not the thing (they are read
+    as modality, not counted as words the evidence must share)."""
+    words = judge_words_all()
+    function_words = judge_words()["function_words"]["words"]
+    return frozenset(word for phrase in (*words, *function_words) for word in content_words(phrase))
+
+
+def judge_words_all() -> list[str]:
+    """Every cue phrase of the stance and modality lists."""
+    lists = judge_words()
+    return [
+        phrase
+        for section in ("stance", "modality")
+        for name, phrases in lists[section].items()
+        if not name.startswith("_") and name != "being"
+        for phrase in phrases
+    ]
+
+
+def asserted_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that say what it is about and what it asserts of it (its content words
+    less the cue words)."""
+    return content_words(text) - _cue_words()
+
+
+@dataclass(frozen=True)
+class Parts:
+    """How much of a claim one evidence sentence states, part by part."""
+
+    details: tuple[str, ...]  # numbers and names of the claim the evidence does not state
+    words: tuple[str, ...]  # what the claim asserts that the evidence does not say
+    coverage: float  # the share of the claim's asserted words the evidence says
+    polarity: bool  # both affirm, or both negate (or take the same side on the same names)
+    modality: bool  # the evidence prohibits/requires/recommends/permits as the claim does
+
+    substituted: tuple[str, ...] = ()  # claim words where the evidence has another word in their place
+    scope: tuple[str, ...] = ()  # ranking, ordering or bounding words of the claim the evidence lacks
+
+    def missing(self, min_coverage: float) -> list[str]:
+        """The parts not stated, named for a reader ("the number 30", "what it asserts: …")."""
+        parts = []
+        if self.details:
+            parts.append("the numbers and names " + ", ".join(self.details))
+        if self.substituted:
+            parts.append("; ".join(self.substituted))
+        if self.scope:
+            parts.append("the words that rank or bound it (" + ", ".join(self.scope) + ")")
+        if self.coverage < min_coverage:
+            parts.append("what it asserts (" + ", ".join(self.words) + ")")
+        if not self.polarity:
+            parts.append("its polarity (one side negates)")
+        if not self.modality:
+            parts.append("its modality (must/should/may/must not)")
+        return parts
+
+
+def claim_parts(claim: str, sentence: str, context: str) -> Parts:
+    """The claim against one evidence sentence, part by part: its numbers and names (stated in the
+    sentence or its entry's topic and source, ``context``), what it asserts (its content words), its
+    polarity and its modality."""
+    stated = f"{sentence} {context}"
+    mine = asserted_words(claim)
+    theirs = content_words(stated)
+    words = tuple(sorted(mine - theirs))
+    coverage = 1.0 - len(words) / len(mine) if mine else 0.0
+    # Polarity is compared where it applies: what one side negates, the other must not state plainly
+    # (a "not" about something the other side does not mention changes nothing).
+    claim_negates, evidence_negates = negated_words(claim), negated_words(sentence)
+    clash = ((claim_negates - evidence_negates) & content_words(sentence)) | (
+        (evidence_negates - claim_negates) & mine
+    )
+    polarity = not clash or stance_agreement(claim, sentence)
+    capitals = tuple(word for word in _CAPITALISED_RE.findall(claim) if word.lower() not in stated.lower())
+    lowered = {word.lower() for word in _WORD_RE.findall(stated)}
+    # A number written as a word is a number too ("the number one risk" against "third").
+    numbers = tuple(
+        word
+        for word in _WORD_RE.findall(claim.lower())
+        if word in _NUMBER_WORDS and not _number_stated(word, stated)
+    )
+    return Parts(
+        details=tuple(dict.fromkeys((*unstated_details(claim, stated), *capitals, *numbers))),
+        substituted=tuple(_substitutions(claim, sentence)),
+        scope=tuple(sorted(_scope(claim) - lowered)),
+        words=words,
+        coverage=coverage,
+        polarity=polarity,
+        # A plain statement that takes the evidence's side ("RFC 8996 deprecates TLS 1.0" against "TLS 1.0
+        # … must not be used") says what the evidence's modal does.
+        modality=modality_stated(claim, sentence)
+        or (modalities(claim) == {STATE} and stance_agreement(claim, sentence)),
+    )
+
+
+# A capitalised word inside a sentence names something ("Django", "Injection", "NIST"); the first word of
+# a sentence is capitalised anyway.
+_CAPITALISED_RE = re.compile(r"(?<=[\w,;:)] )[A-Z][a-z]+[\w-]*")
+_TOKEN_RE = re.compile(r"[a-z0-9][a-z0-9'-]*")
+#: How many words apart a claim word's two neighbours may stand in the evidence for the words between
+#: them to be in its place.
+SUBSTITUTION_SPAN = 3
+
+
+def _content_sequence(text: str) -> list[str]:
+    from apps.grounding.contradictions import _FUNCTION_WORDS, _stem  # its own crude stemming, shared
+
+    stems = (
+        _stem(word)
+        for word in _TOKEN_RE.findall(text.lower())
+        if len(word) > 2 and word not in _FUNCTION_WORDS
+    )
+    return [stem for stem in stems if stem not in _cue_words()]
+
+
+def _substitutions(claim: str, evidence: str) -> list[str]:
+    """Claim words whose neighbours the evidence has side by side with other words between them: "fetches
+    … in the same query" against "fetches … in a separate query" — one word put in place of another,
+    which is what a near copy that says something else looks like."""
+    mine, theirs = _content_sequence(claim), _content_sequence(evidence)
+    have = set(theirs)
+    found = []
+    for index, word in enumerate(mine):
+        if word in have or index == 0 or index + 1 >= len(mine):
+            continue
+        left, right = mine[index - 1], mine[index + 1]
+        if left not in have or right not in have:
+            continue
+        for start, other in enumerate(theirs):
+            if other != left:
+                continue
+            between = theirs[start + 1 : start + 1 + SUBSTITUTION_SPAN + 1]
+            if right in between:
+                instead = between[: between.index(right)]
+                if instead and not set(instead) & set(mine):
+                    found.append(f"“{word}” where the evidence says “{' '.join(instead)}”")
+                    break
+    return found
+
+
+def _number_stated(word: str, text: str) -> bool:
+    """Whether ``text`` states the number ``word`` names, in words or digits."""
+    value = _NUMBER_WORDS[word]
+    return re.search(rf"(?<![\w.]){value}(?![\d])|\b{word}\b", text, re.I) is not None
+
+
+def _scope(text: str) -> set[str]:
+    """The ranking, ordering and bounding words of ``text``, outside the cues that only say what it does
+    with a thing ("no longer", "no later than" are a prohibition and a bound, not a comparison)."""
+    text = modality_cues().prohibit.sub(" ", without_non_negations(text))
+    return {word.lower() for word in _WORD_RE.findall(text)} & scope_words()

@@ -55,6 +55,28 @@ def pack(settings) -> None:
     services.grounding_agents_load_default()
 
 
+@pytest.fixture
+def earned(settings, tmp_path: Path) -> None:
+    """A calibration table in which every decisive basis was right 9 times in 9: the judge's own verdicts
+    stand, so a test of what happens after a verdict (correction, injection, output) is not about the
+    shipped table (``test_judges.py`` tests that)."""
+    from apps.grounding.calibration import table_reload
+
+    decisive = ("contradicted:exact", "contradicted:prohibited", "contradicted:wording", "supported:stated")
+    bases = {
+        basis: {
+            verdict: 9 if basis.startswith(verdict) else 0
+            for verdict in ("supported", "contradicted", "unverified")
+        }
+        for basis in decisive
+    }
+    settings.GROUNDING_CALIBRATION = tmp_path / "calibration.json"
+    settings.GROUNDING_CALIBRATION.write_text(json.dumps({"bases": bases}), encoding="utf-8")
+    table_reload()
+    yield
+    table_reload()
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence", "kind"),
     [
@@ -190,7 +212,8 @@ def test_a_close_claim_that_adds_an_unstated_detail_is_unverified(pack: None) ->
     stated = services.claim_judge(
         claim="RFC 8996 deprecates TLS 1.0 and TLS 1.1.", domain=None, agents=agents
     )
-    assert stated.verdict == "supported"
+    # Stated part by part (whether the shipped calibration lets it be decisive is test_judges.py's matter).
+    assert stated.basis == "supported:stated" and stated.leaning in ("none", "supported")
     outcome = services.claim_judge(
         claim="RFC 8996 deprecates TLS 1.0 and TLS 1.1 along with SSL 3.0.", domain=None, agents=agents
     )
@@ -198,7 +221,7 @@ def test_a_close_claim_that_adds_an_unstated_detail_is_unverified(pack: None) ->
     assert outcome.signals == [{"type": "unstated", "claim": "SSL, 3.0", "evidence": "(not stated)"}]
 
 
-def test_a_wrong_claim_is_contradicted_with_a_correction(pack: None) -> None:
+def test_a_wrong_claim_is_contradicted_with_a_correction(pack: None, earned: None) -> None:
     verification = services.claim_verify(claim="Passwords should be hashed with MD5 before they are stored.")
     assert verification.verdict == "contradicted" and not verification.verified
     assert verification.domain.name == "security"  # routed by the agent's keywords ("password", "hash")
@@ -215,7 +238,7 @@ def test_a_changed_number_is_contradicted(pack: None) -> None:
     assert verification.signals[0]["type"] == "quantity" and verification.sources[0]["entry_id"] == "COMP-001"
 
 
-def test_a_paraphrase_is_supported(pack: None) -> None:
+def test_a_paraphrase_is_supported(pack: None, earned: None) -> None:
     verification = services.claim_verify(
         claim="According to GDPR, the controller has to notify the supervisory authority of a personal data "
         "breach within 72 hours of becoming aware of it."
@@ -284,11 +307,11 @@ def test_bad_verify_input_is_a_4xx_that_says_what_to_fix(
 
 
 def test_grounding_a_message_checks_its_claims_and_injects_knowledge(
-    pack: None, verify_client: Client
+    pack: None, earned: None, verify_client: Client
 ) -> None:
     message = (
         "Hi! Here is the plan. Passwords should be hashed with MD5 for speed. "
-        # Close to the entry: a looser paraphrase is "near", which the calibration does not let stand.
+        # States every part of COMP-001's sentence (a looser paraphrase would only lean to supported).
         "According to GDPR, the controller must notify the supervisory authority of a personal data breach "
         "within 72 hours of becoming aware of it. "
         "Thanks."
@@ -329,7 +352,7 @@ def test_bad_ground_input(verify_client: Client) -> None:
     assert mode.status_code == 422
 
 
-def test_cli_verify_prints_the_verdict_or_one_json_object(pack: None) -> None:
+def test_cli_verify_prints_the_verdict_or_one_json_object(pack: None, earned: None) -> None:
     out = StringIO()
     call_command("grounding", "verify", "Passwords should be stored using MD5.", stdout=out)
     assert out.getvalue().startswith("verdict: contradicted") and "correction:" in out.getvalue()
