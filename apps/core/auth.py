@@ -105,6 +105,9 @@ def session_allowed(user: Any, view: Any, method: str) -> bool:
         if declared is None:
             return False
         needs = tuple(declared)
+    elif getattr(view, "session_write_perms", None) is not None:
+        # A view whose only writes are not the model's add/change/delete (a review) names its own.
+        needs = tuple(view.session_write_perms)
     else:
         opts = view.get_queryset().model._meta
         needs = (f"{opts.app_label}.{SESSION_WRITE_ACTIONS[method]}_{opts.model_name}",)

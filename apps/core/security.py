@@ -180,6 +180,13 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
             *(_registry_writes(prefix, kind, model) if model else ()),
         )
     ),
+    Operation(
+        API,
+        "POST /api/verifications/{id}/review/",
+        ADMIN,
+        "review a verification (approve, reject, correct)",
+        ("grounding.review_verification",),
+    ),
     # The ontology read tools (seed 003): anonymous by contract.
     Operation(ONTOLOGY, "POST /ontology-agent/discover", None, "find ontology classes for a text"),
     Operation(ONTOLOGY, "POST /ontology-agent/read", None, "one ontology class as an enriched note"),

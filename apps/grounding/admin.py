@@ -2,14 +2,16 @@
 grounded messages and verifications.
 
 Verifications are reviewed on the review queue (``/verifications``), where approving, rejecting
-and correcting go through ``services.verification_review``; here they are evidence only.
+and correcting go through ``services.verification_review``; here they are evidence only. The review
+memory (what those reviews taught the checker) is listed here, and a reviewer can revoke a review so
+later claims stop getting its verdict.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
@@ -24,11 +26,13 @@ from apps.core.admin_mixins import (
     json_display,
     truncated,
 )
+from apps.grounding import review_memory
 from apps.grounding.forms import GroundingAgentForm, GroundingSettingsForm
 from apps.grounding.models import (
     GroundingAgent,
     GroundingMessage,
     GroundingSettings,
+    ReviewMemory,
     ReviewStatus,
     Verdict,
     Verification,
@@ -184,8 +188,11 @@ class VerificationAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelA
         "latency_ms",
         "message_link",
         "review_status",
+        "queue_reason",
+        "leaning",
         "reviewer",
         "reviewed_at",
+        "reviewed_verdict",
         "review_note",
         "corrected_entry",
         "created_at",
@@ -213,3 +220,36 @@ class VerificationAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelA
         if verification.message_id is None:
             return "—"
         return change_link(GroundingMessage, verification.message_id, str(verification.message_id)[:8])
+
+
+@admin.register(ReviewMemory)
+class ReviewMemoryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The reviewed verdicts later claims get (judge ``review``); "Revoke" stops one being used."""
+
+    list_display = ["id", "short_claim", "verdict", "decision", "reviewer_name", "reviewed_at", "revoked_at"]
+    list_display_links = ["id", "short_claim"]
+    list_filter = ["verdict", "decision", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["claim", "reviewer_name"]
+    fields = [
+        "verification_link", "claim", "domain", "decision", "verdict", "correction", "features",
+        "reviewer_name", "reviewed_at", "note", "revoked_at",
+    ]  # fmt: skip
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    @admin.display(description="claim", ordering="claim")
+    def short_claim(self, memory: ReviewMemory) -> str:
+        return truncated(memory.claim, 100)
+
+    @admin.display(description="verification")
+    def verification_link(self, memory: ReviewMemory) -> str:
+        url = reverse("grounding:verification_detail", args=[memory.verification_id])
+        return format_html('<a href="{}">#{}</a>', url, memory.verification_id)
+
+    def has_review_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("grounding.review_verification")
+
+    @admin.action(description="Revoke: later claims stop getting these verdicts", permissions=["review"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ReviewMemory]) -> None:
+        count = review_memory.memories_revoke(memory_ids=list(queryset.values_list("pk", flat=True)))
+        self.message_user(request, f"{count} review(s) revoked.", messages.SUCCESS)

@@ -72,9 +72,17 @@ class ReviewFilterForm(forms.Form):
 
 
 class ReviewForm(forms.Form):
-    """``POST /verifications/<id>/review``: approve, reject, or correct (text, optional entry id)."""
+    """``POST /verifications/<id>/review``: approve, reject, or correct (text, optional entry id), with the
+    verdict the reviewer judges right."""
 
-    action = forms.ChoiceField(choices=REVIEW_ACTIONS)
+    # No initial decision: the reviewer picks one (a preselected "Approve" was saved by mistake).
+    action = forms.ChoiceField(label="Decision", choices=REVIEW_ACTIONS, widget=forms.RadioSelect)
+    verdict = forms.ChoiceField(
+        label="Right verdict",
+        required=False,
+        choices=[("", "—"), *Verdict.choices],
+        help_text="Required to reject or correct; approving keeps the judge's verdict.",
+    )
     note = forms.CharField(label="Note", required=False, max_length=2000, strip=True)
     correction = forms.CharField(
         label="Corrected text",

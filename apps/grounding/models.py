@@ -12,6 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from apps.core.process_cache import ProcessCache, singleton_cache
+from apps.embeddings.fields import EmbeddingField, hnsw_cosine_index
 from apps.knowledge.models import KnowledgeDomain, KnowledgeSource
 
 DEFAULT_TRIGGER_PATTERNS = ["should be", "must be", "is required", "according to", "best practice"]
@@ -184,6 +185,13 @@ class Verification(models.Model):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_note = models.TextField(blank=True)
     corrected_entry = models.CharField(max_length=32, blank=True, help_text="Entry written by the review.")
+    reviewed_verdict = models.CharField(
+        max_length=16, choices=Verdict.choices, blank=True, help_text="The verdict the reviewer gave."
+    )
+    # The queue (docs/grounding.md "The review queue"): what the verdict leans to when it abstains, and
+    # why it waits for a person ("" when it does not).
+    leaning = models.CharField(max_length=16, blank=True, help_text="supported, contradicted or none.")
+    queue_reason = models.TextField(blank=True, help_text="Why it waits for review.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = VerificationQuerySet.as_manager()
@@ -192,6 +200,7 @@ class Verification(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["review_status", "verdict", "-created_at"], name="grounding_review_queue"),
+            models.Index(fields=["review_status", "confidence"], name="grounding_review_order"),
             # The verifications citing an entry (its page): ``sources @> [{"entry_id": …}]``.
             GinIndex(fields=["sources"], opclasses=["jsonb_path_ops"], name="grounding_sources_cited"),
         ]
@@ -203,3 +212,52 @@ class Verification(models.Model):
     @property
     def verified(self) -> bool:
         return self.verdict == Verdict.SUPPORTED
+
+
+class ReviewDecision(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+    CORRECT = "correct", "Correct"
+
+
+class ReviewMemoryQuerySet(models.QuerySet["ReviewMemory"]):
+    def in_force(self) -> ReviewMemoryQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ReviewMemory(models.Model):
+    """A reviewed verdict, remembered with its claim so the same claim said again gets it (judge
+    ``review``). One per verification: a later review of that verification replaces it; revoking
+    it (the admin's action) stops it being used."""
+
+    verification = models.OneToOneField(Verification, on_delete=models.CASCADE, related_name="memory")
+    claim = models.TextField()
+    normalized = models.TextField(
+        db_index=True, help_text="The claim in lower case, words only."
+    )
+    embedding = EmbeddingField()
+    features = models.JSONField(
+        default=dict, help_text="Numbers, names, polarity and modality: a match must have the same."
+    )
+    domain = models.CharField(max_length=64, blank=True)
+    decision = models.CharField(max_length=16, choices=ReviewDecision.choices)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    correction = models.TextField(blank=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Kept as text too: the citation outlives the reviewer's account.
+    reviewer_name = models.CharField(max_length=150, blank=True)
+    reviewed_at = models.DateTimeField()
+    note = models.TextField(blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReviewMemoryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-reviewed_at", "-id"]
+        verbose_name = verbose_name_plural = "review memory"
+        indexes = [hnsw_cosine_index(name="grounding_review_memory_vec", field="embedding")]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} (review of #{self.verification_id}): {self.claim[:80]}"

@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Case, Count, IntegerField, Prefetch, QuerySet, Value, When
 
-from apps.grounding.models import GroundingMessage, GroundingSettings, Verdict, Verification
+from apps.grounding.models import GroundingMessage, GroundingSettings, ReviewStatus, Verdict, Verification
 
 
 def verifications_filtered(filters: dict[str, Any]) -> QuerySet[Verification]:
-    """The review queue: ``filters`` holds verdict, domain, status, min/max_confidence and text."""
+    """The review queue: ``filters`` holds verdict, domain, status, min/max_confidence and text. Pending
+    verifications come in ``queue_ordered``'s order, the others newest first."""
     queryset = Verification.objects.select_related("domain", "reviewer")
     if filters["verdict"]:
         queryset = queryset.filter(verdict=filters["verdict"])
@@ -26,7 +27,21 @@ def verifications_filtered(filters: dict[str, Any]) -> QuerySet[Verification]:
         queryset = queryset.filter(confidence__lte=filters["max_confidence"])
     if filters["text"]:
         queryset = queryset.filter(claim__icontains=filters["text"])
+    if filters["status"] == ReviewStatus.PENDING:
+        return queue_ordered(queryset)
     return queryset.order_by("-created_at", "-id")
+
+
+def queue_ordered(queryset: QuerySet[Verification]) -> QuerySet[Verification]:
+    """What waits for review, the verdicts most likely to change first: the confidence is how likely a
+    verdict is right, so the lowest first; at equal confidence an abstention that leans one way (a
+    person can likely decide it) before one that does not; then the newest."""
+    leans = Case(
+        When(leaning__in=[Verdict.SUPPORTED, Verdict.CONTRADICTED], then=Value(0)),
+        default=Value(1),
+        output_field=IntegerField(),
+    )
+    return queryset.annotate(leans=leans).order_by("confidence", "leans", "-created_at", "-id")
 
 
 def verification_find(verification_id: int) -> Verification | None:

@@ -1,8 +1,10 @@
-"""DRF serializer of verifications (``/api/verifications/``)."""
+"""DRF serializers of verifications (``/api/verifications/``) and of a review of one."""
+
+from typing import Any
 
 from rest_framework import serializers
 
-from apps.grounding.models import Verification
+from apps.grounding.models import ReviewDecision, Verdict, Verification
 
 
 class VerificationSerializer(serializers.ModelSerializer):
@@ -16,5 +18,28 @@ class VerificationSerializer(serializers.ModelSerializer):
             "id", "claim", "domain", "verdict", "confidence", "sources", "correction", "signals", "wikidata",
             "judge", "basis", "rests_on", "confidence_note", "judge_note", "judge_latency_ms", "latency_ms",
             "message", "review_status", "reviewer", "reviewed_at", "review_note", "corrected_entry",
-            "created_at",
+            "reviewed_verdict", "leaning", "queue_reason", "created_at",
         ]  # fmt: skip
+
+
+class ReviewSerializer(serializers.Serializer):
+    """``POST /api/verifications/{id}/review/``: what the review form sends, named for scripts. Whether
+    the combination makes a review (a verdict to reject with, a corrected text) is the service's rule."""
+
+    decision = serializers.ChoiceField(choices=ReviewDecision.values)
+    verdict = serializers.ChoiceField(choices=Verdict.values, required=False, allow_blank=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    corrected_text = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    entry = serializers.CharField(required=False, allow_blank=True, max_length=32)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # A misspelt field ("action", "correction") would otherwise be ignored and the review saved
+        # without it.
+        unknown = (
+            sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []
+        )
+        if unknown:
+            raise serializers.ValidationError(
+                {name: [f"Unknown field; send only {', '.join(self.fields)}."] for name in unknown}
+            )
+        return attrs

@@ -41,6 +41,7 @@ from apps.core.errors import ValidationFailed
 from apps.core.logging import get_logger
 from apps.core.text import sentences
 from apps.embeddings.services import embed_text, embed_texts_cached
+from apps.grounding import review_memory
 from apps.grounding.calibration import CalibrationFitted, basis_of, calibrated, calibration_fit
 from apps.grounding.contradictions import contradiction_signals, unstated_details
 from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, Premise, model_judge
@@ -184,12 +185,48 @@ def _clamp(value: float) -> float:
 
 def claim_judge(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:
     """The verdict for one claim (nothing stored): the local judge's, with its calibrated confidence,
-    then the configured model judge's when there is one (``GROUNDING_JUDGE``)."""
+    then the configured model judge's when there is one (``GROUNDING_JUDGE``). A claim an operator
+    has reviewed (the same claim: ``review_memory``) gets the reviewed verdict instead, from judge
+    ``review``, before any judge runs."""
+    remembered = review_memory.recalled(claim=claim, domain=domain)
+    if remembered is not None:
+        return _review_outcome(claim, remembered)
     outcome = _calibrated(claim_judge_local(claim=claim, domain=domain, agents=agents))
     judge = settings.GROUNDING_JUDGE
     if judge in MODEL_JUDGES:
         outcome = _model_judged(judge, outcome)
     return outcome
+
+
+# A reviewed verdict is a person's: it is right as far as the review was, so its confidence is the
+# review's, not a calibrated share. A paraphrase match is one step less sure (the match may be wrong).
+REVIEW_CONFIDENCE = {"exact": 0.99, "paraphrase": 0.95}
+
+
+def _review_outcome(claim: str, remembered: review_memory.Recalled) -> Outcome:
+    """The reviewed verdict for ``claim``, citing the review, its reviewer and date."""
+    memory = remembered.memory
+    reviewer = memory.reviewer_name or "an operator"
+    how = (
+        "the same claim"
+        if remembered.match == "exact"
+        else f"a paraphrase ({remembered.similarity:.2f} similar)"
+    )
+    return Outcome(
+        claim, memory.domain or None, memory.verdict, REVIEW_CONFIDENCE[remembered.match], [],
+        correction=memory.correction, basis=f"review:{remembered.match}", judge="review",
+        rests_on=f"Review of verification #{memory.verification_id} ({memory.decision}) by {reviewer} on "
+        f"{memory.reviewed_at:%Y-%m-%d}: {memory.verdict}, for {how}: “{memory.claim}”"
+        + (f" Note: {memory.note}" if memory.note else ""),
+        confidence_note=f"A reviewed verdict, reused for {how}; not calibrated.",
+        judge_details={
+            "review": {
+                "verificationId": memory.verification_id, "memoryId": memory.pk, "decision": memory.decision,
+                "reviewer": memory.reviewer_name, "reviewedAt": memory.reviewed_at.isoformat(),
+                "match": remembered.match, "similarity": remembered.similarity,
+            }
+        },
+    )  # fmt: skip
 
 
 def _calibrated(outcome: Outcome) -> Outcome:
@@ -509,7 +546,7 @@ def claim_verify(
 def _store(
     outcome: Outcome, config: GroundingSettings, started: float, message: GroundingMessage | None
 ) -> Verification:
-    confident = outcome.confidence >= config.confidence_threshold
+    status, reason = _queued(outcome, config.confidence_threshold)
     return Verification.objects.create(
         claim=outcome.claim,
         domain=_domain_of(outcome),
@@ -529,8 +566,46 @@ def _store(
         judge_latency_ms=outcome.judge_latency_ms,
         judge_details=outcome.judge_details,
         message=message,
-        review_status=ReviewStatus.NOT_NEEDED if confident else ReviewStatus.PENDING,
+        review_status=status,
+        leaning=_leaning(outcome),
+        queue_reason=reason,
     )
+
+
+def _leaning(outcome: Outcome) -> str:
+    # ``Outcome.leaning`` (supported, contradicted or none) comes with the local judge's abstentions;
+    # read defensively so an outcome without it (a model judge's, an older one) is stored as "".
+    return str(getattr(outcome, "leaning", "") or "")
+
+
+def _queued(outcome: Outcome, threshold: float) -> tuple[str, str]:
+    """Whether a verdict waits for a person, and why (docs/grounding.md "The review queue"): a
+    decisive verdict below the threshold, an abstention that leans one way, or an abstention that is
+    not sure the knowledge base cannot decide. A reviewed verdict never waits again."""
+    if outcome.judge == "review":
+        return ReviewStatus.NOT_NEEDED, ""
+    confidence = f"{outcome.confidence:.2f}"
+    below = outcome.confidence < threshold
+    if outcome.verdict != Verdict.UNVERIFIED:
+        if below:
+            return ReviewStatus.PENDING, (
+                f"{outcome.verdict.capitalize()} at confidence {confidence}, below the review threshold "
+                f"{threshold:.2f}: confirm or change it."
+            )
+        return ReviewStatus.NOT_NEEDED, ""
+    leaning = _leaning(outcome)
+    if leaning in (Verdict.SUPPORTED, Verdict.CONTRADICTED):
+        leans_on = str(getattr(outcome, "leaning_on", "") or "")
+        return ReviewStatus.PENDING, (
+            f"Abstained, leaning {leaning}: the evidence points one way but does not decide it"
+            + (f": {leans_on}" if leans_on else ".")
+        )
+    if below:
+        return ReviewStatus.PENDING, (
+            f"Abstained at confidence {confidence}, below the review threshold {threshold:.2f}: "
+            "the knowledge base may cover this claim."
+        )
+    return ReviewStatus.NOT_NEEDED, ""
 
 
 def _domain_of(outcome: Outcome) -> KnowledgeDomain | None:
@@ -698,17 +773,46 @@ def verification_review(
     verification: Verification,
     reviewer: Any,
     action: str,
+    verdict: str = "",
+    reviewer_name: str = "",
     note: str = "",
     correction: str = "",
     entry_id: str = "",
 ) -> Verification:
-    """Approve, reject or correct a verification; a correction may update or create an entry."""
+    """Approve, reject or correct a verification, with the reviewer's verdict (required unless approving:
+    approving keeps the judge's); a correction may update or create an entry. The reviewed verdict is
+    remembered (``review_memory``) and replaces an earlier review of the same verification."""
     from apps.knowledge.services import entry_correct
 
     if action not in REVIEW_OUTCOMES:
-        raise ValidationFailed("action must be approve, reject or correct.", details={"field": "action"})
+        raise ValidationFailed(
+            f"decision must be approve, reject or correct, not {action!r}.", details={"field": "decision"}
+        )
+    verdict = (verdict or "").strip()
+    if verdict and verdict not in Verdict.values:
+        raise ValidationFailed(
+            f"verdict must be one of {', '.join(Verdict.values)}, not {verdict!r}.",
+            details={"field": "verdict"},
+        )
+    if action != "approve" and not verdict:
+        raise ValidationFailed(
+            f"To {action}, give the verdict you judge right (verdict: {', '.join(Verdict.values)}).",
+            details={"field": "verdict"},
+        )
     with transaction.atomic():
         verification = Verification.objects.select_for_update().get(pk=verification.pk)
+        if action == "approve" and verdict and verdict != verification.verdict:
+            raise ValidationFailed(
+                f"Approving keeps the verdict {verification.verdict!r}; to make it {verdict!r}, reject or "
+                "correct it.",
+                details={"field": "verdict"},
+            )
+        if action == "reject" and verdict == verification.verdict:
+            raise ValidationFailed(
+                f"Rejecting says {verification.verdict!r} is wrong: give the verdict that is right "
+                "(or approve it).",
+                details={"field": "verdict"},
+            )
         if action == "correct":
             correction = " ".join((correction or "").split())
             if not correction:
@@ -728,11 +832,17 @@ def verification_review(
                 )
                 verification.corrected_entry = entry.entry_id
         verification.review_status = REVIEW_OUTCOMES[action]
+        verification.reviewed_verdict = verification.verdict if action == "approve" else verdict
         verification.reviewer = reviewer
         verification.reviewed_at = timezone.now()
         verification.review_note = note.strip()
+        verification.queue_reason = ""
         verification.save()
-    logger.info("grounding.reviewed", verification_id=verification.pk, action=action, reviewer=str(reviewer))
+        review_memory.remember(verification=verification, reviewer_name=reviewer_name)
+    logger.info(
+        "grounding.reviewed", verification_id=verification.pk, action=action,
+        verdict=verification.reviewed_verdict, reviewer=str(reviewer),
+    )  # fmt: skip
     return verification
 
 

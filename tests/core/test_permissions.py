@@ -118,6 +118,9 @@ HTTP_PROBES: dict[str, Probe] = {
     "GET /api/knowledge/{id}/": Probe("GET", "/api/knowledge/NOPE-999/", 404),
     "GET /api/verifications/": Probe("GET", "/api/verifications/", 200),
     "GET /api/verifications/{id}/": Probe("GET", "/api/verifications/999999999/", 404),
+    "POST /api/verifications/{id}/review/": Probe(
+        "POST", "/api/verifications/999999999/review/", 404, {"decision": "approve"}
+    ),
     "GET /api/papers/": Probe("GET", "/api/papers/", 200),
     "GET /api/papers/{id}/": Probe("GET", "/api/papers/9999.99999/", 404),
     "POST /ontology-agent/discover": Probe("POST", "/ontology-agent/discover", 422, {}),
@@ -506,10 +509,17 @@ def test_the_table_lists_every_v1_and_api_operation() -> None:
         for action, (method, suffix) in actions.items()
         if hasattr(viewset, action)
     }
+    # A viewset's own actions (``@action``, e.g. a verification's review).
+    extra = {
+        f"{method.upper()} /api/{prefix}/{{id}}/{action.url_path}/"
+        for prefix, viewset, _ in router.registry
+        for action in viewset.get_extra_actions()
+        for method in action.mapping
+    }
     listed = {
         operation.name for operation in HTTP_OPERATIONS if operation.surface in (security.V1, security.API)
     }
-    assert listed == v1 | drf
+    assert listed == v1 | drf | extra
     assert set(HTTP_PROBES) == {operation.name for operation in HTTP_OPERATIONS}
     # What a session reads each resource with (the view's ``session_read_perms``) is the table's.
     reads = {operation.name: operation.session for operation in security.API_SESSION_OPERATIONS}
@@ -579,10 +589,10 @@ def test_the_table_lists_every_page() -> None:
 
 def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
-        "http": (62, 7),
+        "http": (63, 7),
         "mcp": (25, 7),
         "pages": (33, 15),
-        "api sessions": (27, 15),
+        "api sessions": (28, 15),
     }
 
 

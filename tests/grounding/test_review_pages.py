@@ -318,7 +318,9 @@ def test_reject_without_htmx_redirects_back(
 ) -> None:
     md5 = verifications["md5"]
     back = "/verifications?verdict=unverified&page=1"
-    response = reviewer_client.post(_review_url(md5), {"action": "reject", "next": back})
+    response = reviewer_client.post(
+        _review_url(md5), {"action": "reject", "verdict": "contradicted", "next": back}
+    )
     assert response.status_code == 303
     assert response["Location"] == back
     stored = Verification.objects.get(pk=md5.pk)
@@ -330,7 +332,9 @@ def test_reject_without_htmx_redirects_back(
     assert stored.reviewed_at is not None
 
     # Only a local URL is followed; anything else goes to the queue.
-    response = reviewer_client.post(_review_url(md5), {"action": "reject", "next": "https://evil.example/"})
+    response = reviewer_client.post(
+        _review_url(md5), {"action": "reject", "verdict": "contradicted", "next": "https://evil.example/"}
+    )
     assert response["Location"] == "/verifications"
 
 
@@ -341,7 +345,13 @@ def test_correct_updates_the_named_entry(
     text = "Passwords must be stored with Argon2id, scrypt or bcrypt; never with MD5 or SHA-1."
     response = reviewer_client.post(
         _review_url(md5),
-        {"action": "correct", "correction": text, "entry_id": "SEC-031", "note": "MD5 is broken"},
+        {
+            "action": "correct",
+            "verdict": "contradicted",
+            "correction": text,
+            "entry_id": "SEC-031",
+            "note": "MD5 is broken",
+        },
         headers=HTMX,
     )
     assert response.status_code == 200
@@ -373,7 +383,8 @@ def test_correct_creates_a_new_entry_in_the_claims_domain(
     breach = verifications["breach"]
     text = "Controllers notify the supervisory authority within 72 hours of becoming aware of a breach."
     response = reviewer_client.post(
-        _review_url(breach), {"action": "correct", "correction": text, "entry_id": "gdpr-040"}
+        _review_url(breach),
+        {"action": "correct", "verdict": "contradicted", "correction": text, "entry_id": "gdpr-040"},
     )
     assert response.status_code == 303
     entry = KnowledgeEntry.objects.get(entry_id="GDPR-040")
@@ -396,18 +407,31 @@ def test_correct_creates_a_new_entry_in_the_claims_domain(
     ("form", "message"),
     [
         (
-            {"action": "correct", "correction": "   ", "entry_id": "SEC-031"},
+            {"action": "correct", "verdict": "contradicted", "correction": "   ", "entry_id": "SEC-031"},
             "A correction needs the corrected text.",
         ),
         (
-            {"action": "correct", "correction": "Use Argon2id.", "entry_id": "sec-1"},
+            {
+                "action": "correct",
+                "verdict": "contradicted",
+                "correction": "Use Argon2id.",
+                "entry_id": "sec-1",
+            },
             "&#x27;SEC-1&#x27; is not an entry id like SEC-001.",
         ),
         (
-            {"action": "correct", "correction": "Use Argon2id.", "entry_id": "GDPR-033"},
+            {
+                "action": "correct",
+                "verdict": "contradicted",
+                "correction": "Use Argon2id.",
+                "entry_id": "GDPR-033",
+            },
             "GDPR-033 belongs to the domain compliance, not security.",
         ),
-        ({"action": "delete"}, "action: Select a valid choice. delete is not one of the available choices."),
+        (
+            {"action": "delete"},
+            "Decision: Select a valid choice. delete is not one of the available choices.",
+        ),
     ],
 )
 def test_refused_review_shows_the_message_and_changes_nothing(
@@ -435,7 +459,13 @@ def test_refused_review_shows_the_message_and_changes_nothing(
 
 def test_refused_correction_keeps_what_was_typed(verifications: dict, reviewer_client: Client) -> None:
     md5 = verifications["md5"]
-    form = {"action": "correct", "correction": "Use <b>Argon2id</b>.", "entry_id": "sec-1", "note": "n"}
+    form = {
+        "action": "correct",
+        "verdict": "contradicted",
+        "correction": "Use <b>Argon2id</b>.",
+        "entry_id": "sec-1",
+        "note": "n",
+    }
     content = reviewer_client.post(_review_url(md5), form, headers=HTMX).content.decode()
     assert "<details open>" in content
     assert ">Use &lt;b&gt;Argon2id&lt;/b&gt;.</textarea>" in content
@@ -450,9 +480,10 @@ def test_queue_shows_pending_by_default_with_row_details(
 ) -> None:
     response = reviewer_client.get(QUEUE)
     assert response.status_code == 200
+    # Pending: the verdict most likely to change (the lowest confidence, 0.4) first.
     assert _claims(response) == [
-        "Controllers must notify the authority within 48 hours of a breach.",
         "Passwords should be hashed with MD5.",
+        "Controllers must notify the authority within 48 hours of a breach.",
     ]
     content = response.content.decode()
     assert "<html" in content and 'id="verification-filters"' in content
@@ -666,7 +697,9 @@ def test_detail_review_form_posts_back_to_the_page(verifications: dict, reviewer
         '<textarea name="correction" cols="60" rows="3" maxlength="10000" id="id_correction">\n</textarea>'
         in (content)
     )
-    response = reviewer_client.post(_review_url(md5), {"action": "reject", "note": "MD5", "next": url})
+    response = reviewer_client.post(
+        _review_url(md5), {"action": "reject", "verdict": "contradicted", "note": "MD5", "next": url}
+    )
     assert (response.status_code, response["Location"]) == (303, url)
     content = reviewer_client.get(url).content.decode()
     assert "<dt>Status</dt><dd>Rejected</dd>" in content and "<dt>Reviewer</dt><dd>rita</dd>" in content
