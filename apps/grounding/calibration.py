@@ -3,16 +3,19 @@ judge's rules were never developed on.
 
 Every local verdict has a **basis**: the verdict and what it rests on, coarse enough that each is seen
 many times — ``contradicted:exact`` (a number, identifier or complexity that differs),
-``contradicted:wording`` (a negation, modal, opposite term, stance or swap), ``supported:close`` and
-``supported:near`` (by how close the best evidence sentence is), ``unverified:unrelated``,
-``unverified:undecided``, ``unverified:unstated``, and the Wikidata ones. The calibration table counts,
+``contradicted:prohibited`` (a prohibited or negated action the claim recommends or allows: modal,
+stance), ``contradicted:swapped``, ``contradicted:wording`` (a negation or opposite term),
+``supported:stated`` (one sentence states every part of the claim; similarity is never a basis),
+``unverified:unrelated``, ``unverified:undecided``, ``unverified:unstated``, ``unverified:leaning``, and
+the Wikidata ones. The calibration table counts,
 per basis, the true verdicts of the calibration claims judged on it (``config/grounding/
 calibration.json``, written by ``python -m bench grounding --calibrate`` from the calibration set only).
 
 The confidence of a verdict is then the share of its basis's claims that had that verdict, smoothed
-towards a third each (add one to every count), so a basis seen twice cannot claim certainty. A
-decisive verdict whose basis was not right more often than not (``DECISIVE_MIN_PROBABILITY``) is not
-given: the judge says ``unverified`` and names the signal it found, because a wrong "supported" or
+towards a third each (add one to every count), so a basis seen twice cannot claim certainty; for an
+abstention, how often a claim on its basis truly could not be decided. A decisive verdict whose basis
+was not right at least 7 times in 10 (``DECISIVE_MIN_PROBABILITY``) is not given: the judge says
+``unverified``, leaning to that verdict, and names the signal it found, because a wrong "supported" or
 "contradicted" is worse than an honest "cannot tell". A basis the table has never seen gets the
 prior of a third, which always sends the verdict to review.
 """

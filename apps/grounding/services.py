@@ -13,8 +13,9 @@ split-retrieve-label pipeline with a similarity-based labeller (docs/grounding.m
 4. **verdict** — *contradicted* when a similar enough sentence disagrees explicitly (a number or
    duration, an identifier, a complexity class, a negation, a must/may flip, a stance, an opposite
    term: ``contradictions.py``, ``stance.py``), with that entry as the correction; *supported* when
-   the most similar sentence is close enough, nothing disagrees and it states the claim's numbers
-   and names; *unverified* otherwise;
+   one evidence sentence states every part of the claim (``stance.claim_parts``: numbers and names,
+   what it asserts, polarity, modality) and nothing disagrees; *unverified* otherwise, with a
+   *leaning* when the evidence points one way without deciding;
 5. **confidence** — the share of calibration claims judged on the same basis that had that verdict
    (``calibration.py``); a decisive verdict its basis did not earn becomes unverified. Verdicts
    below ``confidence_threshold`` wait in the operators' review queue;
