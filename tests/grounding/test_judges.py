@@ -52,11 +52,11 @@ def test_the_confidence_is_the_smoothed_share_of_the_basis_that_was_right(table:
 
 
 def test_a_decisive_verdict_its_basis_did_not_earn_becomes_unverified(table: Path) -> None:
-    _write_table(table, {"supported:near": {"supported": 2, "contradicted": 4, "unverified": 5}})
-    result = calibrated(basis="supported:near", verdict=Verdict.SUPPORTED)
+    _write_table(table, {"supported:stated": {"supported": 2, "contradicted": 4, "unverified": 5}})
+    result = calibrated(basis="supported:stated", verdict=Verdict.SUPPORTED)
     assert result.verdict == Verdict.UNVERIFIED and result.demoted_from == Verdict.SUPPORTED
     assert result.probability == pytest.approx(6 / 14)
-    assert "points to supported, but only 2 of 11" in result.note("supported:near")
+    assert "points to supported, but only 2 of 11" in result.note("supported:stated")
 
 
 def test_a_basis_never_seen_gets_the_prior_and_cannot_be_decisive(table: Path) -> None:
@@ -73,14 +73,14 @@ def test_fitting_counts_the_true_verdicts_per_basis_and_writes_the_table(table: 
         {"claim": "c", "verdict": "supported"},
     ]
     fitted = calibration_fit(
-        claims=claims, basis_for=lambda claim: "supported:close", path=table, fitted_on="three.jsonl"
+        claims=claims, basis_for=lambda claim: "supported:stated", path=table, fitted_on="three.jsonl"
     )
     written = json.loads(table.read_text(encoding="utf-8"))
-    assert written["bases"] == {"supported:close": {"supported": 2, "contradicted": 1, "unverified": 0}}
+    assert written["bases"] == {"supported:stated": {"supported": 2, "contradicted": 1, "unverified": 0}}
     assert written["fitted_on"] == "three.jsonl" and written["claims"] == 3
-    assert "supported:close: 3 claims" in fitted.summary()
-    # Right 2 times in 3 is (2 + 1) / (3 + 3) after smoothing: even odds, which is not "more often than not".
-    assert calibrated(basis="supported:close", verdict="supported").verdict == Verdict.UNVERIFIED
+    assert "supported:stated: 3 claims" in fitted.summary()
+    # Right 2 times in 3 is (2 + 1) / (3 + 3) after smoothing: below the 0.7 a decisive verdict needs.
+    assert calibrated(basis="supported:stated", verdict="supported").verdict == Verdict.UNVERIFIED
     with pytest.raises(ValueError, match="claim 1 has no verdict"):
         calibration_fit(claims=[{"claim": "x"}], basis_for=str, path=table, fitted_on="bad")
 
