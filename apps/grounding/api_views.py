@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.core.errors import ValidationFailed
-from apps.core.filters import filter_choice, filter_uuid
+from apps.core.filters import filter_boolean, filter_choice, filter_uuid
 from apps.core.models import ApiToken
 from apps.core.openapi import ErrorDocumentingAutoSchema
 from apps.core.security import REVIEWER, VERIFICATION_READER
@@ -44,7 +44,8 @@ class _ReviewSchema(ErrorDocumentingAutoSchema):
 
 class VerificationViewSet(viewsets.ReadOnlyModelViewSet):
     """Verifications, newest first; filters ``?verdict=``, ``?review_status=``, ``?domain=`` (a domain
-    name), ``?judge=``, ``?message=`` (a grounded message's id)."""
+    name), ``?judge=``, ``?message=`` (a grounded message's id), ``?degraded=true|false`` (a source
+    could not be reached)."""
 
     serializer_class = VerificationSerializer
     session_read_perms = (VERIFICATION_READER, REVIEWER)
@@ -64,6 +65,8 @@ class VerificationViewSet(viewsets.ReadOnlyModelViewSet):
             queryset = queryset.filter(judge=params["judge"])
         if message := filter_uuid(params, "message"):
             queryset = queryset.filter(message_id=message)
+        if (degraded := filter_boolean(params, "degraded")) is not None:
+            queryset = queryset.filter(degraded=degraded)
         return queryset.order_by("-created_at", "-id")
 
     @action(detail=True, methods=["post"], serializer_class=ReviewSerializer, schema=_ReviewSchema())

@@ -173,6 +173,21 @@ class Verification(models.Model):
     )
     judge_latency_ms = models.FloatField(null=True, blank=True, help_text="The model judge's own time.")
     judge_details = models.JSONField(default=dict, blank=True, help_text="The model judge's raw answer.")
+    # The sources beyond the knowledge base a verification asked (Wikidata), and whether one could not
+    # be reached (docs/grounding.md "When a source is down").
+    sources_note = models.TextField(blank=True, help_text="What asking Wikidata came to, when it was asked.")
+    degraded = models.BooleanField(
+        default=False, help_text="A source the verification asked could not be reached."
+    )
+    degraded_reason = models.TextField(blank=True, help_text="Why the source could not be reached.")
+    fact_run = models.ForeignKey(
+        "wikidata.FactRun",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="verifications",
+        help_text="The fact run made on this verification's behalf.",
+    )
     message = models.ForeignKey(
         GroundingMessage, null=True, blank=True, on_delete=models.CASCADE, related_name="verifications"
     )

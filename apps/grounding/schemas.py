@@ -42,6 +42,14 @@ class VerificationOut(Schema):
     wikidata: list[dict[str, Any]] | None = Field(None, description="Wikidata statements cited.")
     verificationId: int
     judge: JudgeOut
+    degraded: bool = Field(
+        False, description="A source the verification asked (Wikidata) could not be reached (degradedReason)."
+    )
+    degradedReason: str | None = Field(None, description="Why the source could not be reached.")
+    sourcesNote: str | None = Field(
+        None, description="What asking Wikidata came to, when the claim (naming an entity) was put to it."
+    )
+    factRunId: str | None = Field(None, description="The fact run made on this verification's behalf.")
     leaning: Literal["supported", "contradicted", "none"] = Field(
         "none",
         description="For an unverified claim: the verdict the evidence points to without deciding it "

@@ -18,7 +18,8 @@ class VerificationSerializer(serializers.ModelSerializer):
             "id", "claim", "domain", "verdict", "confidence", "sources", "correction", "signals", "wikidata",
             "judge", "basis", "rests_on", "confidence_note", "judge_note", "judge_latency_ms", "latency_ms",
             "message", "review_status", "reviewer", "reviewed_at", "review_note", "corrected_entry",
-            "reviewed_verdict", "leaning", "queue_reason", "created_at",
+            "reviewed_verdict", "leaning", "queue_reason", "degraded", "degraded_reason", "sources_note",
+            "fact_run", "created_at",
         ]  # fmt: skip
 
 

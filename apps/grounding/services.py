@@ -144,6 +144,25 @@ class Evidence:
 
 
 @dataclass
+class WikidataCheck:
+    """What asking Wikidata about a claim came to, whichever judge decided: the verification's
+    ``sources_note``, and ``degraded`` with the reason when Wikidata could not be reached."""
+
+    note: str
+    degraded: bool = False
+    reason: str = ""
+    run_id: Any = None  # the fact run made on the verification's behalf
+
+    def as_fields(self) -> dict[str, Any]:
+        return {
+            "sources_note": self.note,
+            "degraded": self.degraded,
+            "degraded_reason": self.reason,
+            "fact_run_id": self.run_id,
+        }
+
+
+@dataclass
 class Outcome:
     claim: str
     domain: str | None
@@ -165,6 +184,7 @@ class Outcome:
     # and the evidence sentence it leans on. A decisive verdict leans on nothing: it is decided.
     leaning: str = "none"
     leaning_on: str = ""
+    wikidata_check: WikidataCheck | None = None  # set when Wikidata was asked about the claim
 
     @property
     def related_entries(self) -> list[str]:
@@ -281,6 +301,7 @@ def _model_judged(judge: str, local: Outcome) -> Outcome:
             if score is not None
             else f"The {judge} model gave no probability, so the confidence is even odds: {answer.reason}"
         ),
+        wikidata_check=local.wikidata_check,
     )  # fmt: skip
     return outcome
 
@@ -316,7 +337,7 @@ def claim_judge_local(*, claim: str, domain: str | None, agents: Sequence[Ground
             outcome = wider
     if outcome.verdict == Verdict.UNVERIFIED and names_entity(claim):
         # Not the curated knowledge's subject: a claim about a named entity is checked on Wikidata.
-        return _wikidata_judge(claim, claim_vector) or outcome
+        return _wikidata_judged(claim, claim_vector, local=outcome)
     return outcome
 
 
@@ -328,21 +349,60 @@ def names_entity(claim: str) -> bool:
     return _NAME_RE.search(claim) is not None
 
 
-def _wikidata_judge(claim: str, claim_vector: np.ndarray) -> Outcome | None:
+def _wikidata_judged(claim: str, claim_vector: np.ndarray, *, local: Outcome) -> Outcome:
     """The claim against Wikidata facts found by the fact workflow (run here, once, bounded by its
-    deadline — not also queued for a worker):
+    deadline — not also queued for a worker, and marked as made on a verification's behalf):
     supported when the most similar statement's value is what the claim says, contradicted when a
-    close statement says otherwise. ``None`` when the workflow is not available (no tools planned)."""
+    close statement says otherwise, else the ``local`` outcome. Either way the outcome says what
+    asking Wikidata came to (``wikidata_check``): an agent must not read "unverified" as "Wikidata
+    has nothing on this" when Wikidata could not be reached."""
     from apps.wikidata import services as fact_services
+    from apps.wikidata.models import FactRunPurpose
 
     try:
-        run = fact_services.fact_query_submit(query=claim[:512], top_k=5, include_sparql=False, enqueue=False)
-    except ValidationFailed:
-        return None
+        run = fact_services.fact_query_submit(
+            query=claim[:512], top_k=5, include_sparql=False, enqueue=False,
+            purpose=FactRunPurpose.VERIFICATION,
+        )  # fmt: skip
+    except ValidationFailed as refused:  # no fact tools in the registry: a deployment without Wikidata
+        local.wikidata_check = WikidataCheck(note=f"Wikidata was not asked: {refused.message}")
+        return local
     run = fact_services.fact_run_execute(run_id=str(run.pk))
     facts = list(run.facts.order_by("position"))
-    if not facts:
-        return None
+    outcome = (_wikidata_verdict(claim, claim_vector, facts) if facts else None) or local
+    outcome.wikidata_check = _wikidata_check(run, len(facts))
+    return outcome
+
+
+def _wikidata_check(run: Any, found: int) -> WikidataCheck:
+    """What the fact run made for a verification came to, in words for the verification."""
+    if run.degraded:
+        reason = run.degraded_reason
+        if found:
+            note = (
+                f"Wikidata could not be reached ({reason}); the claim was compared with {found} "
+                "Wikidata facts stored by earlier runs instead."
+            )
+        else:
+            note = (
+                f"Wikidata could not be reached ({reason}), so the claim was judged on the knowledge base "
+                "alone."
+            )
+        return WikidataCheck(note=note, degraded=True, reason=reason, run_id=run.pk)
+    from apps.wikidata.models import FactRunStatus
+
+    if run.status != FactRunStatus.SUCCEEDED:  # failed other than by an upstream (a bug)
+        reason = f"The Wikidata fact run {run.status}: {run.error or 'no error recorded'}"
+        note = f"{reason}, so the claim was judged on the knowledge base alone."
+        return WikidataCheck(note=note, degraded=True, reason=reason, run_id=run.pk)
+    if found:
+        return WikidataCheck(note=f"Wikidata was asked: {found} facts found.", run_id=run.pk)
+    return WikidataCheck(note="Wikidata was asked and has no statement about this claim.", run_id=run.pk)
+
+
+def _wikidata_verdict(claim: str, claim_vector: np.ndarray, facts: list[Any]) -> Outcome | None:
+    """Supported when the most similar fact's value is what the claim says, contradicted when a close
+    fact says otherwise; ``None`` when the facts settle nothing."""
     vectors = embed_texts_cached(texts=[fact.text for fact in facts])
     scored = sorted(zip(vectors @ claim_vector, facts, strict=True), key=lambda pair: -float(pair[0]))
     similarity, best = float(scored[0][0]), scored[0][1]
@@ -566,6 +626,7 @@ def _store(
         judge_note=outcome.judge_note,
         judge_latency_ms=outcome.judge_latency_ms,
         judge_details=outcome.judge_details,
+        **(outcome.wikidata_check.as_fields() if outcome.wikidata_check else {}),
         message=message,
         review_status=status,
         leaning=_leaning(outcome),
@@ -654,6 +715,14 @@ def verification_result(*, verification: Verification) -> dict[str, Any]:
         result["signals"] = verification.signals
     if verification.wikidata:
         result["wikidata"] = verification.wikidata
+    # Whether every source asked answered (docs/grounding.md "When a source is down").
+    result["degraded"] = verification.degraded
+    if verification.degraded:
+        result["degradedReason"] = verification.degraded_reason
+    if verification.sources_note:
+        result["sourcesNote"] = verification.sources_note
+    if verification.fact_run_id:
+        result["factRunId"] = str(verification.fact_run_id)
     return result
 
 

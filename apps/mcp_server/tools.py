@@ -292,6 +292,8 @@ def _verification_summary(result: dict[str, Any]) -> str:
         text += f"\nSources: {sources}"
     if result.get("correction"):
         text += f"\nCorrection: {result['correction']}"
+    if result.get("degraded"):  # an agent reading only the text must not take it for Wikidata's answer
+        text += f"\nDegraded: {result.get('sourcesNote') or result.get('degradedReason')}"
     return text
 
 

@@ -53,7 +53,7 @@ class FactRunAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
         SummaryField("status", "Status", warn=(FactRunStatus.FAILED,)),
         SummaryField("degraded", "Degraded", warn=(True,)),
     )
-    list_filter = ["status", "degraded", "scope"]
+    list_filter = ["status", "degraded", "purpose", "scope"]
     search_fields = ["question", "=correlation_id"]
     search_help_text = "Words of the question, a run id, or a correlation id (exact)."
     list_select_related = ["rerun_of"]
@@ -63,6 +63,7 @@ class FactRunAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
     fields = [
         "id",
         "question",
+        "purpose",
         "status",
         "degraded_flag",
         "degraded_reason",

@@ -7,7 +7,7 @@ from rest_framework import viewsets
 
 from apps.core.filters import filter_boolean, filter_choice, filter_uuid
 from apps.core.security import FACT_ASKER, FACT_READER
-from apps.wikidata.models import Fact, FactRun, FactRunStatus
+from apps.wikidata.models import Fact, FactRun, FactRunPurpose, FactRunStatus
 from apps.wikidata.serializers import FactRunSerializer, FactSerializer
 
 
@@ -29,7 +29,8 @@ class FactViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class FactRunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Fact runs, newest first; filter with ``?status=`` and ``?degraded=true|false``."""
+    """Fact runs, newest first; filter with ``?status=``, ``?degraded=true|false`` and ``?purpose=``
+    (``question``, or ``verification``: made on a grounding verification's behalf)."""
 
     serializer_class = FactRunSerializer
     session_read_perms = (FACT_READER, FACT_ASKER)  # as the /facts pages
@@ -41,4 +42,6 @@ class FactRunViewSet(viewsets.ReadOnlyModelViewSet):
             queryset = queryset.filter(status=status)
         if (degraded := filter_boolean(params, "degraded")) is not None:
             queryset = queryset.filter(degraded=degraded)
+        if purpose := filter_choice(params, "purpose", FactRunPurpose.values):
+            queryset = queryset.filter(purpose=purpose)
         return queryset

@@ -13,6 +13,14 @@ from apps.embeddings.fields import EmbeddingField, hnsw_cosine_index
 FactRunStatus = RunStatus
 
 
+class FactRunPurpose(models.TextChoices):
+    """Why a run was made: a question someone asked, or a claim a grounding verification checked on
+    Wikidata (its verification points at it: ``Verification.fact_run``)."""
+
+    QUESTION = "question", "Question"
+    VERIFICATION = "verification", "On a verification's behalf"
+
+
 class FactRunQuerySet(models.QuerySet["FactRun"]):
     def pending(self) -> FactRunQuerySet:
         return self.filter(status__in=[FactRunStatus.QUEUED, FactRunStatus.RUNNING])
@@ -37,6 +45,12 @@ class FactRun(TrackedRun):
     include_deprecated = models.BooleanField(default=False)
     language = models.CharField(max_length=16, default="en")
     plan = models.JSONField(default=dict, help_text="The planner's steps for this question.")
+    purpose = models.CharField(
+        max_length=16,
+        choices=FactRunPurpose.choices,
+        default=FactRunPurpose.QUESTION,
+        help_text="A question asked, or a claim checked on a grounding verification's behalf.",
+    )
     degraded = models.BooleanField(default=False, help_text="Answered from local data: Wikidata failed.")
     degraded_reason = models.TextField(blank=True)
     steps = models.JSONField(default=list)

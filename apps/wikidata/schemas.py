@@ -50,6 +50,9 @@ class FactRunOut(Schema):
     runId: str
     status: str
     query: str
+    purpose: Literal["question", "verification"] = Field(
+        "question", description="verification: made on a claim verification's behalf."
+    )
     plan: dict[str, Any]
     degraded: bool
     degradedReason: str | None = None

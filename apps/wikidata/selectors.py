@@ -57,6 +57,7 @@ def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
         "runId": str(run.pk),
         "status": run.status,
         "query": run.question,
+        "purpose": run.purpose,
         "plan": run.plan,
         "degraded": run.degraded,
     }

@@ -18,7 +18,8 @@ class FactRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = FactRun
         fields = [
-            "id", "question", "scope", "top_k", "include_sparql", "include_deprecated", "language", "plan",
-            "status", "degraded", "degraded_reason", "steps", "error", "error_type", "executions", "entities",
-            "correlation_id", "rerun_of", "created_at", "started_at", "finished_at", "duration_ms",
+            "id", "question", "purpose", "scope", "top_k", "include_sparql", "include_deprecated", "language",
+            "plan", "status", "degraded", "degraded_reason", "steps", "error", "error_type", "executions",
+            "entities", "correlation_id", "rerun_of", "created_at", "started_at", "finished_at",
+            "duration_ms",
         ]  # fmt: skip

@@ -22,8 +22,10 @@ as it goes and in an OpenTelemetry span:
 When search or statements fail for good (retries exhausted, deadline reached, or a
 terminal error such as malformed JSON), the run is answered from local data instead:
 stored facts ranked by pgvector similarity, marked ``degraded`` with the reason, logged
-with the correlation id and announced by the ``facts.run.degraded`` event. A step that
-fails later (labels, details, SPARQL) keeps what the run already has and is recorded.
+with the correlation id and announced by the ``facts.run.degraded`` event. A degraded run
+that finds no local answer either ends ``failed`` (still ``degraded``, with the reason), never
+``succeeded`` with nothing. A step that fails later (labels, details, SPARQL) keeps what the
+run already has and is recorded.
 
 This module is the workflow (submit, execute, finish, persist); it calls ``search`` (the
 entity search the native tools share), ``labels`` (the Redis label cache), ``ranking``
@@ -58,7 +60,7 @@ from apps.core.tracing import get_tracer
 from apps.wikidata import clients, selectors
 from apps.wikidata import metrics as wikidata_metrics
 from apps.wikidata.labels import labels_cached
-from apps.wikidata.models import Fact, FactRun, FactRunStatus
+from apps.wikidata.models import Fact, FactRun, FactRunPurpose, FactRunStatus
 from apps.wikidata.ranking import Candidate, candidate_label_ids, candidates_rank, snak_text
 from apps.wikidata.search import entities_search, keyword_phrases
 from apps.wikidata.sparql import SparqlResult, statement_uri, statements_provenance_query
@@ -89,10 +91,12 @@ def fact_query_submit(
     language: str = "en",
     rerun_of: FactRun | None = None,
     enqueue: bool = True,
+    purpose: str = FactRunPurpose.QUESTION,
 ) -> FactRun:
     """Plan the question (``ValidationFailed`` if the registry cannot) and queue its run for a worker;
     with ``enqueue=False`` the caller executes it itself (``fact_run_execute``), and only it — a run
-    both queued and executed in place would run twice."""
+    both queued and executed in place would run twice. ``purpose`` says whom the run is for (a
+    grounding verification checking a claim passes ``verification``)."""
     plan = plan_create(intent="fact_query", query=query, scope=scope)
     run = FactRun.objects.create(
         question=query,
@@ -104,6 +108,7 @@ def fact_query_submit(
         plan=plan,
         correlation_id=current_correlation_id() or "",
         rerun_of=rerun_of,
+        purpose=purpose,
     )
     if enqueue:
         run_enqueue(run=run)
@@ -495,10 +500,13 @@ def _finish_degraded(
         copies = selectors.local_facts(run=run)
         _facts_replace(run, copies)
         entry["detail"] = {"facts": len(copies), "knowledge": len(run.knowledge)}
+    # A run that reached no upstream and found nothing locally either has no answer: "succeeded" would
+    # read as "Wikidata has nothing on this" (issue 24). With local answers it succeeded, degraded.
+    answered = bool(copies or run.knowledge)
     return _finish(
         run,
         started,
-        status=FactRunStatus.SUCCEEDED,
+        status=FactRunStatus.SUCCEEDED if answered else FactRunStatus.FAILED,
         degraded=True,
         degraded_reason=reason,
         error=error,

@@ -30,7 +30,7 @@ from apps.core.pages import page_role_granted, permission_page, render_page_or_f
 from apps.core.services import page_submission_check
 from apps.wikidata import provenance, selectors, services
 from apps.wikidata.forms import FactQueryForm, FactSearchForm
-from apps.wikidata.models import Fact, FactRun
+from apps.wikidata.models import Fact, FactRun, FactRunPurpose
 
 QUERY_SERVICE_URL = "https://query.wikidata.org/#"
 # The page roles (docs/security.md): asking starts a run that spends the Wikidata budget.
@@ -134,6 +134,12 @@ def _run_context(run: FactRun) -> dict[str, Any]:
         "knowledge": _knowledge_answers(run) if not run.pending else [],
         "prov_url": reverse("wikidata:run_prov_turtle", kwargs={"run_id": run.pk}),
         "prov_jsonld_url": reverse("wikidata:run_prov_jsonld", kwargs={"run_id": run.pk}),
+        # Only a run made for a verification has any (a question's run costs no query for them).
+        "verification_ids": (
+            list(run.verifications.order_by("pk").values_list("pk", flat=True))
+            if run.purpose == FactRunPurpose.VERIFICATION
+            else []
+        ),
     }
 
 

@@ -1,16 +1,21 @@
 """Claims about named entities are checked on Wikidata through the fact workflow, citing statement
-GUIDs (the local Wikidata replay; see tests/wikidata)."""
+GUIDs (the local Wikidata replay; see tests/wikidata); a verification whose Wikidata could not be
+reached says so, and its fact run is marked as made on its behalf (issue 24)."""
 
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from apps.grounding import services
+from apps.grounding.models import Verification
+from apps.mcp_server.services import Caller, mcp_tool_call
 from apps.wikidata import tasks as wikidata_tasks
 from apps.wikidata.models import FactRun
+from tests.conftest import role_client
 from tests.wikidata.conftest import wikidata, wikidata_registry  # noqa: F401 - fixtures
 from tests.wikidata.replay_server import ReplayWikidata, Reply
-from tests.wikidata.test_facts import P31_GUID, Q42_VECTOR_HIT
+from tests.wikidata.test_facts import CLOSED_PORT_URL, P31_GUID, Q42_VECTOR_HIT
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +41,21 @@ def test_a_true_entity_claim_is_supported_citing_the_statement(
     assert cited["claimGuid"] == P31_GUID and cited["entry_id"] == f"wikidata:{P31_GUID}"
     result = services.verification_result(verification=verification)
     assert result["domain"] == "wikidata" and result["sources"][0]["entry_id"] == f"wikidata:{P31_GUID}"
+    # Wikidata answered: not degraded, and the run is the verification's.
+    run = FactRun.objects.get()
+    assert (run.purpose, run.status, run.degraded) == ("verification", "succeeded", False)
+    assert (verification.degraded, verification.degraded_reason, verification.fact_run_id) == (
+        False,
+        "",
+        run.pk,
+    )
+    assert verification.sources_note == "Wikidata was asked: 5 facts found."
+    assert (result["degraded"], result["sourcesNote"], result["factRunId"]) == (
+        False,
+        "Wikidata was asked: 5 facts found.",
+        str(run.pk),
+    )
+    assert "degradedReason" not in result
 
 
 def test_a_false_entity_claim_is_contradicted_with_the_statement_as_correction(q42: ReplayWikidata) -> None:
@@ -50,8 +70,183 @@ def test_a_false_entity_claim_is_contradicted_with_the_statement_as_correction(q
 def test_without_the_fact_tools_an_entity_claim_stays_unverified(db) -> None:
     verification = services.claim_verify(claim="Marie Curie was born in Warsaw.")
     assert verification.verdict == "unverified" and verification.wikidata == []
+    # A deployment without the fact tools did not ask Wikidata: said, but not a source that was down.
+    assert verification.sources_note.startswith("Wikidata was not asked: ")
+    assert (verification.degraded, verification.fact_run_id) == (False, None)
+    assert FactRun.objects.count() == 0
+
+
+# --- When Wikidata is down (issue 24: "unverified in 2.5 s with no word that Wikidata was unreachable") ---
+
+CURIE = "Marie Curie won the Nobel Prize in Physics in 1903"
+BUSY = "Wikidata search failed: the Wikidata Action API is busy or failing (HTTP 503); retry later"
+REFUSED = (
+    "Wikidata search failed: could not reach the Wikidata Action API "
+    "(ConnectError: [Errno 111] Connection refused)"
+)
+
+
+def _down(replay: ReplayWikidata, settings, how: str) -> str:
+    """Wikidata answering 503 to everything, or refusing connections; the reason the run will give."""
+    if how == "503":
+        replay.default_vector = Reply(status=503, body={"detail": "Service Unavailable"})
+        replay.script("/w/api.php", *[Reply(status=503, body={})] * 60)
+        return BUSY
+    settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = CLOSED_PORT_URL
+    return REFUSED
+
+
+@pytest.mark.parametrize("how", ["503", "refused"])
+def test_an_unreachable_wikidata_is_said_and_leaves_no_succeeded_run(
+    wikidata: ReplayWikidata,  # noqa: F811
+    wikidata_registry: None,  # noqa: F811
+    settings,
+    make_token,
+    how: str,
+) -> None:
+    reason = _down(wikidata, settings, how)
+    note = f"Wikidata could not be reached ({reason}), so the claim was judged on the knowledge base alone."
+
+    verification = services.claim_verify(claim=CURIE)
+
+    assert verification.verdict == "unverified" and verification.wikidata == []
+    assert (verification.degraded, verification.degraded_reason, verification.sources_note) == (
+        True,
+        reason,
+        note,
+    )
+    # The run says what happened to it, and whom it was for: not a "succeeded" run with nothing.
+    run = FactRun.objects.get()
+    assert verification.fact_run_id == run.pk
+    assert (run.purpose, run.status, run.degraded, run.degraded_reason) == (
+        "verification",
+        "failed",
+        True,
+        reason,
+    )
+    assert run.facts.count() == 0 and run.knowledge == []
+    result = services.verification_result(verification=verification)
+    expected = {"degraded": True, "degradedReason": reason, "sourcesNote": note, "factRunId": str(run.pk)}
+    assert {key: result[key] for key in expected} == expected
+
+    # The same on /v1/knowledge/verify, the MCP tool, and /api/verifications/.
+    token, raw = make_token("read", "verify")
+    body = (
+        Client(headers={"Authorization": f"Bearer {raw}"})
+        .post("/v1/knowledge/verify", {"claim": CURIE}, content_type="application/json")
+        .json()
+    )
+    assert {key: body[key] for key in ("degraded", "degradedReason", "sourcesNote")} == {
+        "degraded": True,
+        "degradedReason": reason,
+        "sourcesNote": note,
+    }
+    assert FactRun.objects.get(pk=body["factRunId"]).status == "failed"
+    mcp = mcp_tool_call(
+        name="knowledge.verify", arguments={"claim": CURIE}, caller=Caller("http", token=token)
+    )
+    assert {key: mcp.structured[key] for key in ("degraded", "degradedReason", "sourcesNote")} == {
+        "degraded": True,
+        "degradedReason": reason,
+        "sourcesNote": note,
+    }
+    assert f"Wikidata could not be reached ({reason})" in mcp.text
+    listed = (
+        Client(headers={"Authorization": f"Bearer {raw}"}).get("/api/verifications/?degraded=true").json()
+    )
+    assert listed["count"] == 3
+    record = next(item for item in listed["results"] if item["id"] == verification.pk)
+    assert {key: record[key] for key in ("degraded", "degraded_reason", "sources_note", "fact_run")} == {
+        "degraded": True,
+        "degraded_reason": reason,
+        "sources_note": note,
+        "fact_run": str(run.pk),
+    }
+    assert FactRun.objects.filter(purpose="verification", status="failed", degraded=True).count() == 3
+
+
+def test_the_pages_say_the_source_was_down_and_whom_the_run_was_for(
+    wikidata: ReplayWikidata,  # noqa: F811
+    wikidata_registry: None,  # noqa: F811
+    settings,
+) -> None:
+    reason = _down(wikidata, settings, "refused")
+    verification = services.claim_verify(claim=CURIE)
+    run = FactRun.objects.get()
+    client = role_client("grounding.view_verification", "wikidata.view_factrun")
+
+    page = client.get(f"/verifications/{verification.pk}").content.decode()
+    assert '<span class="badge badge-warn">source unreachable</span>' in page
+    assert (
+        '<dt>Wikidata</dt><dd class="sources-note degraded">Wikidata could not be reached '
+        f"({reason}), so the claim was judged on the knowledge base alone. "
+        f'(<a href="/facts/runs/{run.pk}">the fact run</a>)</dd>'
+    ) in page
+
+    run_page = client.get(f"/facts/runs/{run.pk}").content.decode()
+    assert (
+        '<dt>Made for</dt><dd class="run-purpose">a grounding verification checking this claim on Wikidata: '
+        f'<a href="/verifications/{verification.pk}">verification {verification.pk}</a></dd>'
+    ) in run_page
+    assert (
+        '<span class="badge status-failed">Failed</span> <span class="badge badge-warn">degraded</span>'
+        in run_page
+    )
+    assert (
+        "<dt>Degraded</dt><dd>Wikidata could not be reached and no stored fact or knowledge entry "
+        f"answers the question: {reason}</dd>"
+    ) in run_page
+    runs = client.get("/facts").content.decode()
+    assert '<span class="badge">for a verification</span>' in runs
+
+
+def test_stored_facts_stand_in_for_an_unreachable_wikidata_and_the_verification_says_so(
+    q42: ReplayWikidata, settings
+) -> None:
+    services.claim_verify(claim="Douglas Adams was a human.")  # Wikidata up: its facts are stored
+    settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = CLOSED_PORT_URL
+
+    verification = services.claim_verify(claim="Douglas Adams was a human being.")
+
+    run = FactRun.objects.get(pk=verification.fact_run_id)
+    assert (run.purpose, run.status, run.degraded, run.degraded_reason) == (
+        "verification",
+        "succeeded",
+        True,
+        REFUSED,
+    )
+    assert verification.verdict == "supported" and verification.wikidata[0]["claimGuid"] == P31_GUID
+    assert verification.wikidata[0]["degraded"] is True
+    assert (verification.degraded, verification.degraded_reason) == (True, REFUSED)
+    assert verification.sources_note == (
+        f"Wikidata could not be reached ({REFUSED}); the claim was compared with 5 Wikidata facts stored by "
+        "earlier runs instead."
+    )
+    assert Verification.objects.filter(degraded=False).count() == 1
 
 
 def test_names_are_told_from_acronyms() -> None:
     assert services.names_entity("Marie Curie was born in Warsaw.")
     assert not services.names_entity("GDPR requires a DPO for large-scale processing.")
+
+
+def test_the_fact_run_apis_tell_a_verification_s_runs_from_questions(
+    q42: ReplayWikidata, read_client: Client
+) -> None:
+    from apps.wikidata import selectors as fact_selectors
+    from apps.wikidata import services as fact_services
+
+    asked = fact_services.fact_run_execute(
+        run_id=str(fact_services.fact_query_submit(query="What is Douglas Adams?", enqueue=False).pk)
+    )
+    verification = services.claim_verify(claim="Douglas Adams was a human.")
+
+    assert fact_selectors.fact_run_outcome(run=asked)["purpose"] == "question"
+    listed = read_client.get("/api/fact-runs/?purpose=verification").json()
+    assert [(run["id"], run["purpose"]) for run in listed["results"]] == [
+        (str(verification.fact_run_id), "verification")
+    ]
+    assert read_client.get("/api/fact-runs/?purpose=question").json()["results"][0]["id"] == str(asked.pk)
+    bad = read_client.get("/api/fact-runs/?purpose=audit")
+    assert bad.status_code == 400
+    assert bad.json()["error"]["message"] == "?purpose= takes one of question, verification, not 'audit'."

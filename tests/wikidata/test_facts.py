@@ -264,9 +264,10 @@ def test_malformed_upstream_json_is_a_recorded_terminal_error_and_not_retried(q4
     statements = _step(run, "statements")
     assert statements["status"] == "failed" and statements["retryable"] is False
     assert len(q42.made("/w/api.php", action="wbgetentities", ids="Q42")) == 1
-    assert run.status == FactRunStatus.SUCCEEDED and run.degraded
+    # Nothing stored yet to fall back on, and nothing half-written: degraded with no answer is failed.
+    assert run.status == FactRunStatus.FAILED and run.degraded
     assert run.degraded_reason.startswith("Wikidata statements failed")
-    assert run.facts.count() == 0  # nothing stored yet to fall back on, and nothing half-written
+    assert run.facts.count() == 0 and run.knowledge == []
 
 
 def test_everything_down_answers_from_stored_facts_as_degraded(q42: ReplayWikidata, settings) -> None:

@@ -47,8 +47,10 @@ def test_a_run_ends_at_its_deadline_and_starts_no_request_after_it(
     deadline = run.created_at.timestamp() + DEADLINE
     ended_after_deadline = run.finished_at.timestamp() - deadline
     assert 0 <= ended_after_deadline <= MARGIN, ended_after_deadline
-    assert (body["status"], body["degraded"]) == ("succeeded", True)
-    assert (run.status, run.degraded, run.error_type) == ("succeeded", True, "deadline")
+    # Nothing reached and nothing stored to answer from: degraded, and failed rather than "succeeded".
+    assert (body["status"], body["degraded"], body["results"]) == ("failed", True, [])
+    assert body["error"]["code"] == "deadline_exceeded"
+    assert (run.status, run.degraded, run.error_type) == ("failed", True, "deadline")
     assert run.error == "the run's deadline passed (FACTS_RUN_DEADLINE_SECONDS=3 s from submission)"
     assert run.degraded_reason == f"Wikidata search failed: {run.error}"
     assert body["degradedReason"] == run.degraded_reason
@@ -83,7 +85,7 @@ def test_a_lost_run_sent_again_keeps_its_deadline(
     lost.refresh_from_db()
     assert 0 <= lost.finished_at.timestamp() - deadline <= 2.0, lost.finished_at.timestamp() - deadline
     assert (lost.status, lost.degraded, lost.error_type, lost.executions) == (
-        "succeeded",
+        "failed",
         True,
         "deadline",
         2,
