@@ -249,6 +249,10 @@ class ReviewMemoryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def has_review_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("grounding.review_verification")
 
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Reviewers made these rows: they see them (and may revoke them) without a permission of their own.
+        return self.has_review_permission(request) or super().has_view_permission(request, obj)
+
     @admin.action(description="Revoke: later claims stop getting these verdicts", permissions=["review"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ReviewMemory]) -> None:
         count = review_memory.memories_revoke(memory_ids=list(queryset.values_list("pk", flat=True)))

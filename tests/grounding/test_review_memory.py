@@ -167,6 +167,23 @@ def test_changing_or_revoking_the_review_changes_later_answers(shipped_packs: No
     assert services.claim_verify(claim=MD5).judge == "local"
 
 
+def test_a_reviewer_revokes_a_review_in_the_admin(shipped_packs: None, rita: User) -> None:
+    first = services.claim_verify(claim=MD5)
+    services.verification_review(verification=first, reviewer=rita, action="reject", verdict="supported")
+    memory = ReviewMemory.objects.get()
+    client = Client()
+    client.force_login(rita)
+    listing = client.get("/admin/grounding/reviewmemory/")
+    assert listing.status_code == 200 and MD5 in listing.content.decode()
+    response = client.post(
+        "/admin/grounding/reviewmemory/", {"action": "revoke", "_selected_action": [memory.pk]}, follow=True
+    )
+    assert response.status_code == 200 and "1 review(s) revoked." in response.content.decode()
+    memory.refresh_from_db()
+    assert memory.revoked_at is not None
+    assert services.claim_verify(claim=MD5).judge == "local"
+
+
 # --- The queue ----------------------------------------------------------------------------------------
 
 
