@@ -443,6 +443,9 @@ GROUNDING_NLI_API_KEY = env.str("GROUNDING_NLI_API_KEY", default="")  # a secret
 GROUNDING_NLI_LABELS = env.list("GROUNDING_NLI_LABELS", default=["contradiction", "entailment", "neutral"])
 # The least probability of entailment (contradiction) on which the NLI judge says supported (contradicted).
 GROUNDING_NLI_MIN_SCORE = env.float("GROUNDING_NLI_MIN_SCORE", default=0.5)
+# decide: the NLI model gives the verdict; veto: it may only turn a decisive local verdict into
+# unverified (a contradiction-only classifier fits). docs/grounding.md "Veto mode".
+GROUNDING_NLI_MODE = env.str("GROUNDING_NLI_MODE", default="decide").strip().lower()
 
 # --- Logging: structured JSON on stdout ------------------------------------------------
 

@@ -77,7 +77,7 @@ def _grounding_judge_messages() -> list:
     """The grounding judge named must exist, and a model judge needs its endpoint (a typo in
     GROUNDING_JUDGE would otherwise fall back to the local judge on every claim, silently)."""
     from apps.core.llm import llm_configured
-    from apps.grounding.model_judges import JUDGES, nli_configured
+    from apps.grounding.model_judges import JUDGES, NLI_MODES, nli_configured
 
     judge = settings.GROUNDING_JUDGE
     if judge not in JUDGES:
@@ -90,4 +90,8 @@ def _grounding_judge_messages() -> list:
         messages.append(Error("GROUNDING_JUDGE is llm but LLM_URL is not set.", id="cortex.E052"))
     if settings.GROUNDING_JUDGE_DEADLINE_SECONDS <= 0:
         messages.append(Error("GROUNDING_JUDGE_DEADLINE_SECONDS must be positive.", id="cortex.E053"))
+    if settings.GROUNDING_NLI_MODE not in NLI_MODES:  # a typo would silently mean "decide"
+        hint = f"Use one of {', '.join(NLI_MODES)}."
+        mode = settings.GROUNDING_NLI_MODE
+        messages.append(Error(f"GROUNDING_NLI_MODE is {mode!r}.", hint=hint, id="cortex.E054"))
     return messages

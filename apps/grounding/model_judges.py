@@ -17,6 +17,14 @@ sentences, or ``unverified``. The caller (the verification service) chooses the 
     least ``GROUNDING_NLI_MIN_SCORE``; the best entailing premise makes the claim supported, the
     best contradicting one contradicted, and when both exist, entailment wins only if higher.
 
+    With ``GROUNDING_NLI_MODE=veto`` the caller passes the local judge's decisive verdict as
+    ``veto_of`` and the model may only withhold it (answer ``unverified``) or let it stand (answer
+    that same verdict): it never makes a verdict decisive and never turns supported into
+    contradicted or back. ``supported`` is withheld when a sentence contradicts the claim, or when
+    the model has an entailment label and no sentence entails it; ``contradicted`` is withheld when
+    no sentence contradicts the claim, or when one entails it. The model then needs a
+    contradiction label and not an entailment one, so a contradiction-only classifier fits.
+
 ``llm``
     Asks the one LLM client (:func:`apps.core.llm.chat_json`) with :data:`LLM_SYSTEM_PROMPT`
     and the claim with its numbered sentences. The answer is validated, never trusted: an
@@ -54,6 +62,8 @@ logger = get_logger(__name__)
 
 JUDGES = ("local", "nli", "llm")
 MODEL_JUDGES = ("nli", "llm")
+# GROUNDING_NLI_MODE: the NLI judge decides the verdict, or may only withhold the local one.
+NLI_MODES = ("decide", "veto")
 FAILURE_REASONS = ("not_configured", "timeout", "unavailable", "bad_response")
 
 PREDICT_PATH = "/predict"
@@ -134,25 +144,34 @@ def nli_configured() -> bool:
 
 
 def model_judge(
-    name: str, *, claim: str, premises: Sequence[Premise], deadline_seconds: float
+    name: str,
+    *,
+    claim: str,
+    premises: Sequence[Premise],
+    deadline_seconds: float,
+    veto_of: str | None = None,
 ) -> ModelVerdict:
-    """The verdict of the model judge ``name`` (``"nli"`` or ``"llm"``) on ``claim`` given ``premises``.
+    """The verdict of the model judge ``name`` (``"nli"`` or ``"llm"``) on ``claim`` given ``premises``;
+    with ``veto_of`` (the local judge's decisive verdict; ``nli`` only), ``veto_of`` when the model
+    lets it stand and ``unverified`` when it withholds it (the module docstring says when).
 
     Returns within ``deadline_seconds`` or raises :class:`JudgeFailed` (``timeout``); any other
     failure is a :class:`JudgeFailed` too. ``ValueError`` for a caller's mistake: an unknown
-    judge, ``"local"`` (not a model judge), or no premises.
+    judge, ``"local"`` (not a model judge), no premises, or a veto of something else.
     """
     if name not in MODEL_JUDGES:
         raise ValueError(f"model_judge() judges with {' or '.join(MODEL_JUDGES)}, not {name!r}")
     if not premises:
         raise ValueError("model_judge() needs at least one premise")
+    if veto_of is not None and (name != "nli" or veto_of not in (Verdict.SUPPORTED, Verdict.CONTRADICTED)):
+        raise ValueError(f"only the nli judge vetoes, and only supported or contradicted, not {veto_of!r}")
     started = time.monotonic()
     deadline = started + deadline_seconds
     if deadline_seconds <= 0:
         raise JudgeFailed("timeout", f"The {name} judge was given no time (deadline {deadline_seconds} s).")
     try:
         if name == "nli":
-            verdict = _nli_judge(claim, premises, deadline=deadline)
+            verdict = _nli_judge(claim, premises, deadline=deadline, veto_of=veto_of)
         else:
             verdict = _llm_judge(claim, premises, deadline=deadline, started=started)
     except JudgeFailed as failure:
@@ -173,7 +192,9 @@ def predict_url(url: str) -> str:
     return url if url.endswith(PREDICT_PATH) else url + PREDICT_PATH
 
 
-def _nli_judge(claim: str, premises: Sequence[Premise], *, deadline: float) -> ModelVerdict:
+def _nli_judge(
+    claim: str, premises: Sequence[Premise], *, deadline: float, veto_of: str | None = None
+) -> ModelVerdict:
     if not nli_configured():
         raise JudgeFailed(
             "not_configured",
@@ -201,8 +222,11 @@ def _nli_judge(claim: str, premises: Sequence[Premise], *, deadline: float) -> M
             )
         except UpstreamError as error:
             raise JudgeFailed(str(error.details.get("judgeReason", "unavailable")), error.message) from error
-    scores = _nli_scores(payload, expected=len(premises), label_order=label_order)
-    return _nli_decide(premises, scores, min_score=min_score)
+    if veto_of is None:
+        scores = _nli_scores(payload, expected=len(premises), label_order=label_order, needed=ENTAILMENT)
+        return _nli_decide(premises, scores, min_score=min_score)
+    scores = _nli_scores(payload, expected=len(premises), label_order=label_order, needed=CONTRADICTION)
+    return _nli_veto(premises, scores, min_score=min_score, local=veto_of)
 
 
 def _nli_request(
@@ -295,8 +319,11 @@ def _nli_past_deadline(error: UpstreamError, delay: float) -> UpstreamError:
     )
 
 
-def _nli_scores(payload: Any, *, expected: int, label_order: list[str]) -> list[dict[str, float]]:
-    """Per premise, its label probabilities by lower-case label name; JudgeFailed if malformed."""
+def _nli_scores(
+    payload: Any, *, expected: int, label_order: list[str], needed: str
+) -> list[dict[str, float]]:
+    """Per premise, its label probabilities by lower-case label name; JudgeFailed if malformed or
+    without the ``needed`` label (entailment to decide, contradiction to veto)."""
     if (
         expected == 1
         and isinstance(payload, list)
@@ -334,10 +361,10 @@ def _nli_scores(payload: Any, *, expected: int, label_order: list[str]) -> list[
                     "bad_response", f"The NLI model's answer gives label {name!r} twice for a pair."
                 )
             pair[name] = float(score)
-        if ENTAILMENT not in pair:
+        if needed not in pair:
             raise JudgeFailed(
                 "bad_response",
-                f"The NLI model's labels ({', '.join(sorted(pair))}) include no entailment: "
+                f"The NLI model's labels ({', '.join(sorted(pair))}) include no {needed}: "
                 "is GROUNDING_NLI_LABELS the model's label order?",
             )
         scores.append(pair)
@@ -357,19 +384,20 @@ def _label_name(label: str, label_order: list[str]) -> str:
     return label_order[index]
 
 
-def _nli_decide(
-    premises: Sequence[Premise], scores: list[dict[str, float]], *, min_score: float
-) -> ModelVerdict:
-    def best(label: str) -> tuple[int, float] | None:
-        """The premise whose top label is ``label`` with the highest probability ≥ min_score."""
-        found = [
-            (index, pair[label])
-            for index, pair in enumerate(scores)
-            if label in pair and pair[label] >= min_score and max(pair, key=pair.__getitem__) == label
-        ]
-        return max(found, key=lambda item: item[1]) if found else None
+def _nli_best(scores: list[dict[str, float]], label: str, min_score: float) -> tuple[int, float] | None:
+    """The premise whose top label is ``label`` with the highest probability ≥ min_score."""
+    found = [
+        (index, pair[label])
+        for index, pair in enumerate(scores)
+        if label in pair and pair[label] >= min_score and max(pair, key=pair.__getitem__) == label
+    ]
+    return max(found, key=lambda item: item[1]) if found else None
 
-    details: dict[str, Any] = {
+
+def _nli_details(
+    premises: Sequence[Premise], scores: list[dict[str, float]], min_score: float
+) -> dict[str, Any]:
+    return {
         "min_score": min_score,
         "premises": [
             {
@@ -379,7 +407,16 @@ def _nli_decide(
             for premise, pair in zip(premises, scores, strict=True)
         ],
     }
-    entailed, contradicted = best(ENTAILMENT), best(CONTRADICTION)
+
+
+def _nli_decide(
+    premises: Sequence[Premise], scores: list[dict[str, float]], *, min_score: float
+) -> ModelVerdict:
+    details = _nli_details(premises, scores, min_score)
+    entailed, contradicted = (
+        _nli_best(scores, ENTAILMENT, min_score),
+        _nli_best(scores, CONTRADICTION, min_score),
+    )
     if entailed is not None and (contradicted is None or entailed[1] > contradicted[1]):
         index, score = entailed
         verb = "entails"
@@ -425,6 +462,91 @@ def _nli_decide(
 def _best_of(scores: list[dict[str, float]], label: str) -> str:
     index, value = max(enumerate(pair.get(label, 0.0) for pair in scores), key=lambda item: item[1])
     return f"{value:.2f} on sentence {index + 1}"
+
+
+def _nli_veto(
+    premises: Sequence[Premise], scores: list[dict[str, float]], *, min_score: float, local: str
+) -> ModelVerdict:
+    """``local`` when the model lets the local judge's verdict stand, ``unverified`` when it withholds
+    it (the module docstring says when); ``score`` is the model's probability for what it answers."""
+    review = _veto_of_supported if local == Verdict.SUPPORTED else _veto_of_contradicted
+    verdict, index, score, found = review(_NliFindings(premises, scores, min_score))
+    outcome = "so it stands" if verdict == local else f"so the local judge's {local} verdict is withheld"
+    return ModelVerdict(
+        judge="nli",
+        verdict=verdict.value,
+        premise_index=index,
+        score=round(score, 6),
+        reason=f"The NLI model finds that {found}, {outcome}.",
+        details={**_nli_details(premises, scores, min_score), "mode": "veto", "vetoOf": str(local)},
+        latency_ms=0.0,
+    )
+
+
+# What a veto review answers: the verdict, the premise it rests on, the model's probability for it,
+# and what the model found, in words.
+_VetoAnswer = tuple[Verdict, int | None, float, str]
+
+
+@dataclass(frozen=True)
+class _NliFindings:
+    premises: Sequence[Premise]
+    scores: list[dict[str, float]]
+    min_score: float
+
+    def best(self, label: str) -> tuple[int, float] | None:
+        return _nli_best(self.scores, label, self.min_score)
+
+    def highest(self, label: str) -> float:
+        return max(pair.get(label, 0.0) for pair in self.scores)
+
+    def knows(self, label: str) -> bool:
+        return all(label in pair for pair in self.scores)
+
+    def sentence(self, found: tuple[int, float], verb: str) -> str:
+        index, score = found
+        entry = self.premises[index].entry_id
+        return f"sentence {index + 1} ({entry}) {verb} the claim with probability {score:.2f}"
+
+    def none(self, label: str, verb: str) -> str:
+        return (
+            f"no evidence sentence {verb} the claim with probability ≥ {self.min_score:g} "
+            f"(best {label} {_best_of(self.scores, label)})"
+        )
+
+
+def _veto_of_supported(nli: _NliFindings) -> _VetoAnswer:
+    """Withheld when a sentence contradicts the claim, or when the model has an entailment label and
+    no sentence entails it (a contradiction-only classifier's silence on entailment is no veto)."""
+    contradicted, entailed = nli.best(CONTRADICTION), nli.best(ENTAILMENT)
+    if contradicted is not None:
+        return Verdict.UNVERIFIED, contradicted[0], contradicted[1], nli.sentence(contradicted, "contradicts")
+    if nli.knows(ENTAILMENT) and entailed is None:
+        return Verdict.UNVERIFIED, None, 1.0 - nli.highest(ENTAILMENT), nli.none(ENTAILMENT, "entails")
+    no_conflict = nli.none(CONTRADICTION, "contradicts")
+    if entailed is not None:
+        return (
+            Verdict.SUPPORTED,
+            entailed[0],
+            entailed[1],
+            f"{nli.sentence(entailed, 'entails')} and {no_conflict}",
+        )
+    return Verdict.SUPPORTED, None, 1.0 - nli.highest(CONTRADICTION), no_conflict
+
+
+def _veto_of_contradicted(nli: _NliFindings) -> _VetoAnswer:
+    """Withheld when no sentence contradicts the claim, or when one entails it."""
+    contradicted, entailed = nli.best(CONTRADICTION), nli.best(ENTAILMENT)
+    if contradicted is None:
+        return (
+            Verdict.UNVERIFIED,
+            None,
+            1.0 - nli.highest(CONTRADICTION),
+            nli.none(CONTRADICTION, "contradicts"),
+        )
+    if entailed is not None:
+        return Verdict.UNVERIFIED, entailed[0], entailed[1], nli.sentence(entailed, "entails")
+    return Verdict.CONTRADICTED, contradicted[0], contradicted[1], nli.sentence(contradicted, "contradicts")
 
 
 # --- llm -----------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ split-retrieve-label pipeline with a similarity-based labeller (docs/grounding.m
    (``calibration.py``); a decisive verdict its basis did not earn becomes unverified. Verdicts
    below ``confidence_threshold`` wait in the operators' review queue;
 6. **model judge** — with ``GROUNDING_JUDGE`` = ``nli`` or ``llm``, a model decides on the same
-   evidence sentences, and the local verdict is the fallback when it fails or is too slow.
+   evidence sentences, and the local verdict is the fallback when it fails or is too slow; with
+   ``GROUNDING_NLI_MODE=veto`` the nli model may only withhold a decisive local verdict.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.grounding import review_memory
 from apps.grounding.calibration import CalibrationFitted, basis_of, calibrated, calibration_fit
 from apps.grounding.contradictions import contradiction_signals, unstated_details
-from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, Premise, model_judge
+from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, ModelVerdict, Premise, model_judge
 from apps.grounding.models import (
     GroundingAgent,
     GroundingMessage,
@@ -274,7 +275,15 @@ def _calibrated(outcome: Outcome) -> Outcome:
 
 def _model_judged(judge: str, local: Outcome) -> Outcome:
     """The model judge's verdict on the evidence sentences the local judge compared the claim with; the
-    local outcome, saying why, when there is nothing related to show it or the model fails."""
+    local outcome, saying why, when there is nothing related to show it or the model fails. With
+    ``GROUNDING_NLI_MODE=veto`` the nli judge only reviews a decisive local verdict (``_vetoed``)."""
+    veto = judge == "nli" and settings.GROUNDING_NLI_MODE == "veto"
+    if veto and local.verdict == Verdict.UNVERIFIED:
+        local.judge_note = (
+            "The nli judge only reviews decisive verdicts (GROUNDING_NLI_MODE=veto); "
+            "the local judge abstained."
+        )
+        return local
     related = [e for e in local.evidence if e.similarity >= RELATED_SIMILARITY]
     if not related:
         local.judge_note = f"Nothing in the knowledge base is close enough to put to the {judge} judge."
@@ -284,10 +293,13 @@ def _model_judged(judge: str, local: Outcome) -> Outcome:
         answer = model_judge(
             judge, claim=local.claim, premises=premises,
             deadline_seconds=settings.GROUNDING_JUDGE_DEADLINE_SECONDS,
+            veto_of=local.verdict if veto else None,
         )  # fmt: skip
     except JudgeFailed as failure:
         local.judge_note = f"The {judge} judge failed ({failure.reason}: {failure}); the local judge decided."
         return local
+    if veto:
+        return _vetoed(local, answer, related)
     chosen = related[answer.premise_index] if answer.premise_index is not None else None
     evidence = [chosen, *[e for e in local.evidence if e is not chosen]] if chosen else local.evidence
     score = answer.score
@@ -304,6 +316,32 @@ def _model_judged(judge: str, local: Outcome) -> Outcome:
         wikidata_check=local.wikidata_check,
     )  # fmt: skip
     return outcome
+
+
+def _vetoed(local: Outcome, answer: ModelVerdict, related: list[Evidence]) -> Outcome:
+    """The local decisive verdict as the nli judge in veto mode left it: standing (the local judge's,
+    with its calibrated confidence), or withheld — unverified, resting on the model's reason. The
+    model never makes the verdict decisive nor turns it into the other one (``model_judges``)."""
+    if answer.verdict == local.verdict:
+        local.judge_note = f"The nli judge (GROUNDING_NLI_MODE=veto) let the verdict stand: {answer.reason}"
+        local.judge_latency_ms, local.judge_details = answer.latency_ms, answer.details
+        return local
+    chosen = related[answer.premise_index] if answer.premise_index is not None else None
+    evidence = [chosen, *[e for e in local.evidence if e is not chosen]] if chosen else local.evidence
+    score = answer.score if answer.score is not None else 0.5
+    # An abstention that leans to the withheld verdict, on what the local judge rested it on: a person
+    # can settle it (the queue), and the model's reason is in the notes.
+    return Outcome(
+        local.claim, local.domain, Verdict.UNVERIFIED, _clamp(score), evidence[:3], signals=local.signals,
+        wikidata=local.wikidata, basis="nli:veto", judge="nli", rests_on=local.rests_on,
+        leaning=local.verdict, leaning_on=_leans_on(local.evidence[0]) if local.evidence else "",
+        judge_note=f"The local judge said {local.verdict} ({local.basis}); the nli judge withheld it "
+        "(GROUNDING_NLI_MODE=veto).",
+        confidence_note=f"The nli model's own probability that the {local.verdict} verdict does not hold, "
+        f"not calibrated here: {answer.reason}",
+        judge_latency_ms=answer.latency_ms, judge_details=answer.details,
+        wikidata_check=local.wikidata_check,
+    )  # fmt: skip
 
 
 def claim_judge_local(*, claim: str, domain: str | None, agents: Sequence[GroundingAgent]) -> Outcome:

@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from apps.core import llm
 from apps.core.retries import RetryPolicy
-from apps.grounding import model_judges
+from apps.grounding import model_judges, services
 from apps.grounding.model_judges import (
     JUDGES,
     LLM_SYSTEM_PROMPT,
@@ -28,6 +28,8 @@ from apps.grounding.model_judges import (
     model_judge,
     predict_url,
 )
+from apps.grounding.services import Outcome
+from tests.grounding.test_verify import pack  # noqa: F401  (the small pack fixture)
 from tests.replay_server import ReplayServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -38,6 +40,7 @@ PREMISES = [
 ]
 NLI_KEY = "tei-secret-123"
 LLM_KEY = "sk-wrong"
+PERF_001 = "Binary search on a sorted array takes O(log n) comparisons in the worst case."
 
 
 @pytest.fixture
@@ -532,3 +535,215 @@ def test_llm_no_key_in_failure_messages(chat: ReplayServer) -> None:
         "The LLM refused the request (HTTP 401: Incorrect API key provided: [redacted]."
     )
     assert chat.received[0].headers["Authorization"] == f"Bearer {LLM_KEY}"
+
+
+# --- nli in veto mode (GROUNDING_NLI_MODE=veto): it may only withhold a decisive local verdict ---------
+
+
+def _veto(local: str, premises: list[Premise] = PREMISES) -> ModelVerdict:
+    return model_judge("nli", claim=CLAIM, premises=premises, deadline_seconds=5.0, veto_of=local)
+
+
+def test_veto_a_contradiction_only_classifier_withholds_supported_and_confirms_contradicted(
+    tei: ReplayServer,
+) -> None:
+    tei.script.append("predict_contradiction_only.json")
+    vetoed = _veto("supported")
+    assert (vetoed.verdict, vetoed.premise_index, vetoed.score) == ("unverified", 0, 0.9318)
+    assert vetoed.reason == (
+        "The NLI model finds that sentence 1 (SEC-022) contradicts the claim with probability 0.93, "
+        "so the local judge's supported verdict is withheld."
+    )
+    assert vetoed.details == {
+        "min_score": 0.5,
+        "premises": [
+            {"entry_id": "SEC-022", "scores": {"contradiction": 0.9318, "not_contradiction": 0.0682}},
+            {"entry_id": "SEC-021", "scores": {"not_contradiction": 0.9705, "contradiction": 0.0295}},
+        ],
+        "mode": "veto",
+        "vetoOf": "supported",
+    }
+    tei.script.append("predict_contradiction_only.json")
+    stands = _veto("contradicted")
+    assert (stands.verdict, stands.premise_index, stands.score) == ("contradicted", 0, 0.9318)
+    assert stands.reason == (
+        "The NLI model finds that sentence 1 (SEC-022) contradicts the claim with probability 0.93, "
+        "so it stands."
+    )
+
+
+def test_veto_a_contradiction_only_classifier_that_finds_none(tei: ReplayServer) -> None:
+    tei.script.append("predict_contradiction_only_none.json")
+    vetoed = _veto("contradicted")
+    assert (vetoed.verdict, vetoed.premise_index, vetoed.score) == ("unverified", None, 0.8877)
+    assert vetoed.reason == (
+        "The NLI model finds that no evidence sentence contradicts the claim with probability ≥ 0.5 "
+        "(best contradiction 0.11 on sentence 1), so the local judge's contradicted verdict is withheld."
+    )
+    # Its silence on entailment is no veto: it has no entailment label.
+    tei.script.append("predict_contradiction_only_none.json")
+    stands = _veto("supported")
+    assert (stands.verdict, stands.premise_index, stands.score) == ("supported", None, 0.8877)
+    assert stands.reason.endswith("(best contradiction 0.11 on sentence 1), so it stands.")
+
+
+def test_veto_never_flips_a_verdict_with_a_three_way_model(tei: ReplayServer) -> None:
+    # Sentence 2 entails the claim (0.97) and none contradicts it: a contradicted verdict is withheld,
+    # never made supported; a supported one stands.
+    vetoed = _veto("contradicted")
+    assert (vetoed.verdict, vetoed.premise_index, vetoed.score) == ("unverified", None, 0.9764)
+    assert vetoed.reason == (
+        "The NLI model finds that no evidence sentence contradicts the claim with probability ≥ 0.5 "
+        "(best contradiction 0.02 on sentence 1), so the local judge's contradicted verdict is withheld."
+    )
+    stands = _veto("supported")
+    assert (stands.verdict, stands.premise_index, stands.score) == ("supported", 1, 0.9712)
+    assert stands.reason == (
+        "The NLI model finds that sentence 2 (SEC-021) entails the claim with probability 0.97 and no "
+        "evidence sentence contradicts the claim with probability ≥ 0.5 (best contradiction 0.02 on "
+        "sentence 1), so it stands."
+    )
+    # Sentence 1 contradicts (0.83) and sentence 2 entails (0.95): neither verdict stands.
+    tei.script.extend(["predict_mixed_entailment_higher.json"] * 2)
+    withheld = _veto("contradicted")
+    assert (withheld.verdict, withheld.premise_index, withheld.score) == ("unverified", 1, 0.954)
+    assert withheld.reason == (
+        "The NLI model finds that sentence 2 (SEC-021) entails the claim with probability 0.95, "
+        "so the local judge's contradicted verdict is withheld."
+    )
+    withheld = _veto("supported")
+    assert (withheld.verdict, withheld.premise_index, withheld.score) == ("unverified", 0, 0.832)
+    # Sentence 1 contradicts it (0.96): a supported verdict is withheld, never made contradicted.
+    tei.script.append("predict_contradiction.json")
+    assert _veto("supported").verdict == "unverified"
+    # A model with an entailment label that finds no entailment withholds supported.
+    tei.script.append("predict_neutral.json")
+    unsure = _veto("supported")
+    assert (unsure.verdict, unsure.premise_index, unsure.score) == ("unverified", None, 0.552)
+    assert unsure.reason.startswith("The NLI model finds that no evidence sentence entails the claim")
+
+
+def test_veto_needs_a_contradiction_label_and_only_the_nli_judge_vetoes(tei: ReplayServer) -> None:
+    tei.script.append("predict_label_ids.json")
+    labels = override_settings(GROUNDING_NLI_LABELS=["entailment", "neutral", "other"])
+    with labels, pytest.raises(JudgeFailed) as caught:
+        _veto("supported")
+    assert caught.value.reason == "bad_response"
+    assert caught.value.message == (
+        "The NLI model's labels (entailment, neutral, other) include no contradiction: "
+        "is GROUNDING_NLI_LABELS the model's label order?"
+    )
+    for name, local in (("llm", "supported"), ("nli", "unverified"), ("nli", "maybe")):
+        with pytest.raises(ValueError, match="only the nli judge vetoes, and only supported or contradicted"):
+            model_judge(name, claim=CLAIM, premises=PREMISES, deadline_seconds=5.0, veto_of=local)
+
+
+@pytest.mark.parametrize(("mode", "ids"), [("decide", []), ("veto", []), ("vote", ["cortex.E054"])])
+def test_a_bad_nli_mode_is_a_system_check_error(settings, mode: str, ids: list[str]) -> None:
+    from apps.core.checks import _grounding_judge_messages
+
+    settings.GROUNDING_NLI_MODE = mode
+    messages = _grounding_judge_messages()
+    assert [message.id for message in messages] == ids
+    if ids:
+        assert (messages[0].msg, messages[0].hint) == (
+            "GROUNDING_NLI_MODE is 'vote'.",
+            "Use one of decide, veto.",
+        )
+
+
+# --- veto mode on a verification (the small pack of test_verify) --------------------------------------
+
+WRONG_BOUND = "Binary search on a sorted array takes O(n) comparisons in the worst case."
+
+
+@pytest.fixture
+def veto_tei(pack: None) -> Iterator[ReplayServer]:  # noqa: F811
+    server = ReplayServer(FIXTURES / "nli", default="predict_contradiction_only_one_pair_none.json").start()
+    with override_settings(
+        GROUNDING_JUDGE="nli",
+        GROUNDING_NLI_MODE="veto",
+        GROUNDING_NLI_URL=server.root_url,
+        GROUNDING_NLI_API_KEY="",
+    ):
+        yield server
+    server.stop()
+
+
+def _local(claim: str) -> Outcome:
+    with override_settings(GROUNDING_JUDGE="local"):
+        return services.claim_judge(claim=claim, domain=None, agents=services._agents())
+
+
+@pytest.mark.django_db
+def test_a_vetoed_verification_is_unverified_and_says_who_withheld_what(veto_tei: ReplayServer) -> None:
+    local = _local(WRONG_BOUND)
+    assert local.verdict == "contradicted"  # a wrong complexity class: the local judge decides
+
+    verification = services.claim_verify(claim=WRONG_BOUND)
+
+    assert (verification.verdict, verification.judge, verification.basis) == ("unverified", "nli", "nli:veto")
+    assert verification.confidence == 0.9061  # the model's probability that there is no contradiction
+    assert verification.correction == "" and verification.rests_on == local.rests_on
+    assert verification.leaning == "contradicted"  # what it leans to, for a person to settle
+    assert verification.judge_note == (
+        f"The local judge said contradicted ({local.basis}); the nli judge withheld it "
+        "(GROUNDING_NLI_MODE=veto)."
+    )
+    assert verification.confidence_note == (
+        "The nli model's own probability that the contradicted verdict does not hold, not calibrated here: "
+        "The NLI model finds that no evidence sentence contradicts the claim with probability ≥ 0.5 "
+        "(best contradiction 0.09 on sentence 1), so the local judge's contradicted verdict is withheld."
+    )
+    assert verification.judge_details["vetoOf"] == "contradicted"
+    assert veto_tei.received[0].body == {"inputs": [[PERF_001, WRONG_BOUND]], "raw_scores": False}
+
+
+@pytest.mark.django_db
+def test_a_verdict_the_model_does_not_veto_stands_as_the_local_judge_s(veto_tei: ReplayServer) -> None:
+    veto_tei.default = "predict_contradiction_only_one_pair.json"
+    local = _local(WRONG_BOUND)
+
+    verification = services.claim_verify(claim=WRONG_BOUND)
+
+    assert (verification.verdict, verification.judge, verification.basis) == (
+        "contradicted",
+        "local",
+        local.basis,
+    )
+    assert verification.confidence == local.confidence and verification.correction == local.correction
+    assert verification.judge_note == (
+        "The nli judge (GROUNDING_NLI_MODE=veto) let the verdict stand: The NLI model finds that sentence 1 "
+        "(PERF-001) contradicts the claim with probability 0.88, so it stands."
+    )
+    assert verification.judge_latency_ms is not None and verification.judge_latency_ms > 0
+
+
+@pytest.mark.django_db
+def test_veto_mode_never_turns_a_local_verdict_into_the_other_one(veto_tei: ReplayServer) -> None:
+    veto_tei.default = "predict_single_flat.json"  # a three-way model: entailment 0.94
+    assert services.claim_verify(claim=WRONG_BOUND).verdict == "unverified"  # not supported
+    # A supported local verdict that the model finds contradicted becomes unverified, not contradicted.
+    veto_tei.default = "predict_contradiction_one_pair.json"  # contradiction 0.96
+    local = _local(WRONG_BOUND.replace("O(n)", "O(log n)"))
+    local.verdict = "supported"  # as a decisive local verdict on this evidence would be
+    vetoed = services._model_judged("nli", local)
+    assert (vetoed.verdict, vetoed.judge, vetoed.basis, vetoed.confidence) == (
+        "unverified",
+        "nli",
+        "nli:veto",
+        0.9634,
+    )
+    assert (vetoed.leaning, vetoed.leaning_on) == ("supported", f"PERF-001: {PERF_001}")
+
+
+@pytest.mark.django_db
+def test_veto_mode_does_not_ask_the_model_about_an_abstention(veto_tei: ReplayServer) -> None:
+    verification = services.claim_verify(
+        claim="The ferry to the island leaves the harbour every day at noon."
+    )
+    assert (verification.verdict, verification.judge) == ("unverified", "local")
+    assert verification.judge_note == (
+        "The nli judge only reviews decisive verdicts (GROUNDING_NLI_MODE=veto); the local judge abstained."
+    )
+    assert veto_tei.received == []
