@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
 from django.conf import settings
 from ninja import Field, Schema
@@ -27,7 +26,7 @@ from apps.connectors.planner import plan_create
 from apps.connectors.schemas import PlanIn, PlanOut
 from apps.core.errors import AuthenticationRequired
 from apps.core.models import ApiToken, TokenScope
-from apps.core.schemas import StrictSchema
+from apps.core.schemas import JsonUUID, StrictSchema
 from apps.grounding import services as grounding_services
 from apps.grounding.schemas import GroundIn, GroundingMessageOut, VerificationOut, VerifyIn
 from apps.knowledge import selectors as knowledge_selectors
@@ -102,7 +101,7 @@ def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class FactRunIn(StrictSchema):
-    runId: UUID = Field(..., description="The runId facts.query answered.")
+    runId: JsonUUID = Field(..., description="The runId facts.query answered.")
 
 
 class NoArguments(StrictSchema):

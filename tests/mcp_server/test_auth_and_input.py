@@ -139,7 +139,7 @@ BAD_ARGUMENTS = [
     (
         {"query": "password hashing", "limit": "many"},
         "validation_error: Invalid arguments for tool 'knowledge.search': limit: Input should be a valid "
-        "integer, unable to parse string as an integer.",
+        "integer.",
     ),
     (
         {"query": "x" * 100_000},
