@@ -244,7 +244,21 @@ def _execute(run: FactRun) -> FactRun:
         with steps.step("persist"):
             _persist(run, candidates)
         span.set_attribute("cortex.facts", len(candidates))
-    return _finish(run, started, status=FactRunStatus.SUCCEEDED)
+    return _finish(run, started, status=FactRunStatus.SUCCEEDED, **_cut_short(run, steps, deadline))
+
+
+def _cut_short(run: FactRun, steps: _Steps, deadline: float) -> dict[str, Any]:
+    """A run whose deadline stopped an enrichment step answers with the facts it has, but says it was
+    cut short (issue 23: a run past its deadline never just "succeeds"). An enrichment step that
+    failed before the deadline is only recorded on its step: the facts themselves came from Wikidata."""
+    if time.monotonic() < deadline:
+        return {}
+    cut = [entry["name"] for entry in steps.run.steps if entry.get("status") == "failed"]
+    if not cut:
+        return {}
+    reason = f"{', '.join(cut)} skipped: {run_deadline_message(run)}"
+    logger.warning("facts.run_cut_short", run_id=str(run.pk), reason=reason)
+    return {"degraded": True, "degraded_reason": reason, "error_type": DEADLINE}
 
 
 def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candidate]:

@@ -18,6 +18,7 @@ from apps.wikidata import action_api, clients, sparql, vectordb
 from apps.wikidata.models import FactRun, FactRunStatus
 from tests.core.test_run_deadlines import ago, fact_run_created
 from tests.wikidata.replay_server import ReplayWikidata, Reply
+from tests.wikidata.test_facts import Q42_VECTOR_HIT
 
 DEADLINE = 3.0
 SLOW_503 = Reply(status=503, body={"detail": "Service Unavailable"}, delay=DEADLINE + 2)
@@ -59,6 +60,38 @@ def test_a_run_ends_at_its_deadline_and_starts_no_request_after_it(
     assert [request.path for request in wikidata.requests] == ["/item/query/"]
     assert all(request.at < _monotonic_of(deadline) for request in wikidata.requests)
     assert [(step["name"], step["status"]) for step in run.steps] == [("search", "failed"), ("local", "ok")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_deadline_stops_its_sparql_step_says_it_was_cut_short(
+    celery_worker, wikidata: ReplayWikidata, wikidata_registry: None, upstream_client: Client, settings
+) -> None:
+    """Search and claims answer; the SPARQL enrichment would answer after the deadline. The run keeps
+    its facts and ends at the deadline, degraded with the step it skipped, not just "succeeded"."""
+    settings.FACTS_RUN_DEADLINE_SECONDS = 8.0
+    wikidata.default_vector = Reply(body=Q42_VECTOR_HIT)
+    wikidata.script("/sparql", *[Reply(status=503, body={"detail": "Service Unavailable"}, delay=20)] * 5)
+
+    response = upstream_client.post(
+        "/v1/facts/query",
+        {"query": "What is Douglas Adams an instance of?", "waitSeconds": 20},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    run = FactRun.objects.get(pk=body["runId"])
+    ended_after_deadline = run.finished_at.timestamp() - (run.created_at.timestamp() + 8.0)
+    assert 0 <= ended_after_deadline <= MARGIN, ended_after_deadline
+    assert (body["status"], body["degraded"], run.error_type) == ("succeeded", True, "deadline")
+    assert body["results"], body
+    assert body["degradedReason"] == (
+        "sparql skipped: the run's deadline passed (FACTS_RUN_DEADLINE_SECONDS=8 s from submission)"
+    )
+    assert [(step["name"], step["status"]) for step in run.steps][-2:] == [
+        ("sparql", "failed"),
+        ("persist", "ok"),
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
