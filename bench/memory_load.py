@@ -34,6 +34,7 @@ from django.test import override_settings
 from apps.core.services import api_token_create
 from apps.memory.models import Memory, MemoryAccess
 from apps.memory.services import Scope, TellItem, memory_tell
+from bench import memory as memory_bench
 from bench.__main__ import percentile
 from bench.mcp import _LiveServer, _unmigrated
 
@@ -42,19 +43,9 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "20"))
 ANSWER_TIMEOUT = 60.0
 GOAL_RATIO = 2.0
 
-SYSTEMS = (
-    "billing database",
-    "search cluster",
-    "payment gateway",
-    "mail relay",
-    "build farm",
-    "data warehouse",
-    "login service",
-    "image cache",
-    "job queue",
-    "metrics store",
-)
-PLACES = ("Oslo", "Lisbon", "Osaka", "Toronto", "Nairobi")
+# The first ten systems of the memory bench, in its five places: 50 facts, as many questions.
+SYSTEMS = memory_bench.SYSTEMS[:10]
+PLACES = memory_bench.PLACES
 FACTS = [
     f"The {system} was moved to the {place} data centre last week." for system in SYSTEMS for place in PLACES
 ]
