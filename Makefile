@@ -32,9 +32,9 @@ $(VENV)/.installed-dev: $(VENV)/.installed-base requirements/dev.txt
 install: $(VENV)/.installed-base
 install-dev: $(VENV)/.installed-dev
 
-# The product as a user runs it: feature-flagged capabilities on unless the environment says otherwise.
+# The product as a user runs it; feature flags take their defaults from cortexweb/settings.py alone.
 run: $(VENV)/.installed-base
-	FEATURE_ARXIV=$${FEATURE_ARXIV:-true} exec $(BIN)/python manage.py run
+	exec $(BIN)/python manage.py run
 
 # Typed where mistakes cost most (DESIGN §6): services, upstream clients, tasks, the gateway, the limiter.
 TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gateway.py \

@@ -365,8 +365,9 @@ CORTEX_CONNECTORS_ENDPOINT_ENV = env.list(
 )
 
 # Feature flags. A flagged-off connector is absent from the service map, the catalogue and plans,
-# and its endpoints answer 503 naming the flag.
-FEATURE_ARXIV = env.bool("FEATURE_ARXIV", default=False)
+# and its endpoints answer 503 naming the flag. Defaults are the product as users run it, and this is
+# their only source: `make run`, `manage.py mcp_stdio` (Claude Desktop, VS Code) and workers agree.
+FEATURE_ARXIV = env.bool("FEATURE_ARXIV", default=True)
 CORTEX_CONNECTOR_FEATURE_FLAGS = {"arxiv": "FEATURE_ARXIV"}
 
 ARXIV_API_URL = env.str("ARXIV_API_URL", default="https://export.arxiv.org/api/query")

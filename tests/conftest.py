@@ -87,12 +87,6 @@ def listener() -> Iterator[Listener]:
 
 
 @pytest.fixture(autouse=True)
-def _features_on(settings) -> None:
-    """Feature-flagged capabilities are on in tests unless a test switches one off (as `make run` does)."""
-    settings.FEATURE_ARXIV = True
-
-
-@pytest.fixture(autouse=True)
 def _registry_caches_start_fresh() -> None:
     """Tests in rolled-back transactions never commit, so on-commit invalidation of the connector
     registry's caches never runs: start each test on a new registry version with empty caches."""

@@ -113,7 +113,6 @@ def subprocess_environment(**extra: str) -> dict[str, str]:
         "CORTEX_SIGNING_KEY": os.environ["CORTEX_SIGNING_KEY"],
         "CORTEX_DATA_DIR": str(django_settings.CORTEX_DATA_DIR),
         "PROMETHEUS_MULTIPROC_DIR": django_settings.PROMETHEUS_MULTIPROC_DIR,
-        "FEATURE_ARXIV": "true",
         # The local servers below listen on loopback, which the outbound rule refuses unless allowed.
         "CORTEX_OUTBOUND_ALLOW_NETWORKS": ",".join(django_settings.CORTEX_OUTBOUND_ALLOW_NETWORKS),
         # The upstreams as this test configured them (local replays or closed ports), never the internet.

@@ -17,7 +17,7 @@ import pytest
 
 from apps.connectors.models import Connector, ToolCall
 from apps.connectors.services import registry_changed
-from tests.mcp_server.conftest import PACK_ENTRY_IDS, stdio_parameters, stdio_session, text_of
+from tests.mcp_server.conftest import PACK_ENTRY_IDS, http_session, stdio_parameters, stdio_session, text_of
 from tests.mcp_server.test_http import OWN_TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -205,3 +205,21 @@ def test_stdio_advertises_list_changed_and_http_does_not(registry, make_token, c
         headers={"Accept": "application/json, text/event-stream"},
     )
     assert answer.json()["result"]["capabilities"]["tools"] == {"listChanged": False}
+
+
+def test_stdio_lists_the_tools_http_lists_with_no_feature_flag_set(registry, cortex_server) -> None:
+    """Claude Desktop and VS Code start ``manage.py mcp_stdio`` with only what their configuration
+    names: with no ``FEATURE_*`` in its environment, stdio has the arXiv tools ``make run`` serves."""
+    environment = stdio_parameters().env or {}
+    assert not [name for name in environment if name.startswith("FEATURE_")]
+
+    async def go() -> tuple[list[str], list[str]]:
+        async with stdio_session() as stdio, http_session(cortex_server.mcp_url) as http:
+            return (
+                [tool.name for tool in (await stdio.list_tools()).tools],
+                [tool.name for tool in (await http.list_tools()).tools],
+            )
+
+    over_stdio, over_http = asyncio.run(go())
+    assert {"arxiv.search", "arxiv.lookup"} <= set(over_stdio)
+    assert over_stdio == over_http
