@@ -44,7 +44,8 @@ UNDECLARED_INPUT_SCHEMA: dict[str, Any] = {
 def input_schema_published(
     *, name: str, upstream: dict[str, Any] | None, declared: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The input schema agents see for a tool (``/v1/tools``, the service map, MCP ``tools/list``).
+    """The input schema agents see for a tool (``/v1/tools`` and MCP ``tools/list``; never the service
+    map, whose tool entries are seed 000's strict ``ConnectorRemoteToolSchema``).
 
     The upstream's own once a sync recorded it; for a native tool, the schema of the model its
     adapter validates with (derived, never copied); else the manifest's declared one; else
@@ -61,9 +62,10 @@ def tool_input_schema(tool: RemoteTool) -> dict[str, Any]:
     )
 
 
-def _published_tool(
-    name: str, description: str, tags: list[str], scopes: list[str], input_schema: dict[str, Any]
-) -> dict[str, Any]:
+def _published_tool(name: str, description: str, tags: list[str], scopes: list[str]) -> dict[str, Any]:
+    """A service-map tool entry: exactly seed 000's ``ConnectorRemoteToolSchema`` (``.strict()``: name,
+    and description, tags and scopes only when set). A consumer parsing strictly rejects the whole
+    map over one extra key, so input schemas stay on ``/v1/tools`` and MCP ``tools/list``."""
     entry: dict[str, Any] = {"name": name}
     if description:
         entry["description"] = description
@@ -71,7 +73,6 @@ def _published_tool(
         entry["tags"] = tags
     if scopes:
         entry["scopes"] = scopes
-    entry["inputSchema"] = input_schema
     return entry
 
 
@@ -88,19 +89,10 @@ def service_map_payload(*, generated_at: datetime | None = None) -> dict[str, An
     tool_rows = (
         RemoteTool.objects.exclude(connector__slug__in=switched_off)
         .order_by("connector_id", "position", "name")
-        .values_list(
-            "connector_id",
-            "name",
-            "description",
-            "tags",
-            "scopes",
-            "upstream_input_schema",
-            "declared_input_schema",
-        )
+        .values_list("connector_id", "name", "description", "tags", "scopes")
     )
-    for connector_id, name, description, tags, scopes, upstream, declared in tool_rows:
-        schema = input_schema_published(name=name, upstream=upstream, declared=declared)
-        tools.setdefault(connector_id, []).append(_published_tool(name, description, tags, scopes, schema))
+    for connector_id, name, description, tags, scopes in tool_rows:
+        tools.setdefault(connector_id, []).append(_published_tool(name, description, tags, scopes))
     entries = []
     connector_rows = (
         Connector.objects.switched_on()

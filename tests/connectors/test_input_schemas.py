@@ -1,6 +1,7 @@
-"""Every published tool has an input schema (issue 16, item 3): in ``GET /v1/tools``, in the signed
-service map and in MCP ``tools/list`` — a native tool's from the model its endpoint validates with,
-an upstream tool's as synced, the manifest's declared one until a sync has run."""
+"""Every published tool has an input schema (issue 16, item 3): in ``GET /v1/tools`` and in MCP
+``tools/list`` — a native tool's from the model its endpoint validates with, an upstream tool's as
+synced, the manifest's declared one until a sync has run. Not in the service map: seed 000's tool entry
+is strict (issue 25, item 1; ``test_service_map_seed_contract``)."""
 
 from __future__ import annotations
 
@@ -36,13 +37,12 @@ def _v1_tools() -> dict[str, dict[str, Any]]:
 
 
 def _service_map_tools() -> dict[str, dict[str, Any]]:
+    """The map's tool entries by name (which carry no input schema)."""
     body = Client().get("/v1/connectors/service-map").json()
     signature = body.pop("signature")
-    assert verify(body, signature=signature, key=settings.CORTEX_SIGNING_KEY)  # schemas are signed too
+    assert verify(body, signature=signature, key=settings.CORTEX_SIGNING_KEY)
     return {
-        tool["name"]: tool["inputSchema"]
-        for connector in body["connectors"]
-        for tool in connector.get("remoteTools", [])
+        tool["name"]: tool for connector in body["connectors"] for tool in connector.get("remoteTools", [])
     }
 
 
@@ -60,11 +60,13 @@ def test_every_tool_everywhere_has_an_object_input_schema(default_registry: dict
     RemoteTool.objects.create(
         connector=Connector.objects.get(slug="wikidata"), name="wikidata.labels", description="Labels"
     )
-    surfaces = {"/v1/tools": _v1_tools(), "service map": _service_map_tools(), "MCP": _mcp_tools()}
+    surfaces = {"/v1/tools": _v1_tools(), "MCP": _mcp_tools()}
 
     published = {tool.name for tool in RemoteTool.objects.published()}
     assert set(surfaces["/v1/tools"]) == published
-    assert set(surfaces["service map"]) == published
+    service_map = _service_map_tools()
+    assert set(service_map) == published
+    assert [name for name, tool in service_map.items() if "inputSchema" in tool] == []
     assert published <= set(surfaces["MCP"])
     assert len(surfaces["MCP"]) > len(published)  # CortexWeb's own tools besides the catalogue
     for where, tools in surfaces.items():
@@ -77,7 +79,6 @@ def test_every_tool_everywhere_has_an_object_input_schema(default_registry: dict
 def test_native_tool_schema_is_the_model_its_endpoint_validates_with(default_registry: dict) -> None:
     expected = SearchIn.model_json_schema()  # POST /v1/arxiv/search's body
     assert _v1_tools()["arxiv.search"] == expected
-    assert _service_map_tools()["arxiv.search"] == expected
     assert _mcp_tools()["arxiv.search"] == expected
     assert expected["required"] == ["query"] and expected["additionalProperties"] is False
 
@@ -89,14 +90,14 @@ def test_upstream_tools_publish_the_declared_schema_until_a_sync_records_the_ups
         tool["name"]: tool["inputSchema"] for tool in default_manifest["connectors"][2]["remoteTools"]
     }
     assert set(declared) == {tool.name for tool in RemoteTool.objects.filter(connector__slug="wikidata")}
-    for tools in (_v1_tools(), _service_map_tools(), _mcp_tools()):
+    for tools in (_v1_tools(), _mcp_tools()):
         assert {name: tools[name] for name in declared} == declared
 
     wikidata_mcp.set_input_schema("get_instance_and_subclass_hierarchy", HIERARCHY_SCHEMA)
     with django_capture_on_commit_callbacks(execute=True):  # the registry-changed signal
         connector_sync(slug="wikidata")
 
-    for tools in (_v1_tools(), _service_map_tools(), _mcp_tools()):
+    for tools in (_v1_tools(), _mcp_tools()):
         assert tools["wikidata.get_hierarchy"] == HIERARCHY_SCHEMA
         assert tools["wikidata.sparql"] == declared["wikidata.sparql"]  # the upstream's equals it
 

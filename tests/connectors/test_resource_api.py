@@ -6,7 +6,6 @@ import pytest
 from django.test import Client
 
 from apps.connectors.models import Connector, DriftState, RemoteTool, ToolAlias
-from apps.connectors.selectors import UNDECLARED_INPUT_SCHEMA
 
 NEW_CONNECTOR = {
     "slug": "openalex",
@@ -274,7 +273,6 @@ def test_tool_writes_invalidate_the_service_map(admin_client_token: Client, defa
     assert second.json()["connectors"][0]["remoteTools"][1] == {
         "name": "arxiv.recent",
         "description": "Newest papers",
-        "inputSchema": UNDECLARED_INPUT_SCHEMA,  # nothing declared, no adapter model, never synced
     }
 
     response = admin_client_token.patch(
