@@ -352,6 +352,14 @@ GROUNDING_CALIBRATION = env.path(
 # as the fallback when it fails or is slower than the deadline).
 GROUNDING_JUDGE = env.str("GROUNDING_JUDGE", default="local").strip().lower()
 GROUNDING_JUDGE_DEADLINE_SECONDS = env.float("GROUNDING_JUDGE_DEADLINE_SECONDS", default=3.0)
+# Every verification is also appended, after its commit, as one JSON line (the line ``grounding
+# export-log`` writes) to this file, the seed's ``logs/grounding-verifications.jsonl``; empty = off.
+# Rotated at the size, keeping that many older files (apps/grounding/verification_log.py).
+GROUNDING_VERIFICATION_LOG = env.str(
+    "GROUNDING_VERIFICATION_LOG", default=str(CORTEX_DATA_DIR / "logs" / "grounding-verifications.jsonl")
+)
+GROUNDING_VERIFICATION_LOG_MAX_BYTES = env.int("GROUNDING_VERIFICATION_LOG_MAX_BYTES", default=10_000_000)
+GROUNDING_VERIFICATION_LOG_BACKUPS = env.int("GROUNDING_VERIFICATION_LOG_BACKUPS", default=5)
 CORTEX_SERVICE_MAP_TTL = env.int("CORTEX_SERVICE_MAP_TTL", default=1800)
 CORTEX_CONNECTORS_MANIFEST = env.path(
     "CORTEX_CONNECTORS_MANIFEST", default=BASE_DIR / "config" / "connectors.manifest.json"

@@ -57,6 +57,7 @@ from apps.grounding.models import (
     Verification,
 )
 from apps.grounding.stance import claim_parts
+from apps.grounding.verification_log import verification_log_append
 from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry, KnowledgeSource
 from apps.knowledge.selectors import SearchHit
@@ -646,7 +647,7 @@ def _store(
     outcome: Outcome, config: GroundingSettings, started: float, message: GroundingMessage | None
 ) -> Verification:
     status, reason = _queued(outcome, config.confidence_threshold)
-    return Verification.objects.create(
+    verification = Verification.objects.create(
         claim=outcome.claim,
         domain=_domain_of(outcome),
         verdict=outcome.verdict,
@@ -670,6 +671,9 @@ def _store(
         leaning=_leaning(outcome),
         queue_reason=reason,
     )
+    # The log file gets the line once the row is committed: never a line for a rolled-back one.
+    transaction.on_commit(lambda: verification_log_append(verification_log_line(verification)))
+    return verification
 
 
 def _leaning(outcome: Outcome) -> str:
@@ -963,16 +967,21 @@ def verification_log_lines(*, since: Any = None) -> Iterator[str]:
     if since is not None:
         queryset = queryset.filter(created_at__gte=since)
     for verification in queryset.iterator(chunk_size=500):
-        record = verification_result(verification=verification)
-        record.update(
-            createdAt=verification.created_at.isoformat(),
-            latencyMs=verification.latency_ms,
-            reviewStatus=verification.review_status,
-            reviewer=verification.reviewer.get_username() if verification.reviewer else None,
-            reviewedAt=verification.reviewed_at.isoformat() if verification.reviewed_at else None,
-            messageId=str(verification.message_id) if verification.message_id else None,
-        )
-        yield json.dumps(record, ensure_ascii=False)
+        yield verification_log_line(verification)
+
+
+def verification_log_line(verification: Verification) -> str:
+    """One verification as its verification-log line (export-log and the log file write the same)."""
+    record = verification_result(verification=verification)
+    record.update(
+        createdAt=verification.created_at.isoformat(),
+        latencyMs=verification.latency_ms,
+        reviewStatus=verification.review_status,
+        reviewer=verification.reviewer.get_username() if verification.reviewer else None,
+        reviewedAt=verification.reviewed_at.isoformat() if verification.reviewed_at else None,
+        messageId=str(verification.message_id) if verification.message_id else None,
+    )
+    return json.dumps(record, ensure_ascii=False)
 
 
 # --- The prebuilt agents (`make run`) ---------------------------------------------------------------

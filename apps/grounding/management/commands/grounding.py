@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
@@ -15,20 +16,26 @@ from apps.core.commands import ActionCommand
 from apps.grounding import services
 
 
+def verify_arguments(actions: Any) -> None:
+    """The ``verify`` action's arguments; ``manage.py knowledge verify`` (the seed's verb) adds the
+    same ones and runs :meth:`Command._verify`, so both spellings answer alike."""
+    verify = actions.add_parser("verify", help="Verify one claim (stored in the verification log).")
+    verify.add_argument("claim")
+    verify.add_argument("--domain")
+    verify.add_argument(
+        "--json",
+        dest="as_json",
+        action="store_true",
+        help="Print the verification result as one JSON object.",
+    )
+
+
 class Command(ActionCommand):
     help = "Verify a claim against the knowledge base, export the verification log"
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
-        verify = actions.add_parser("verify", help="Verify one claim (stored in the verification log).")
-        verify.add_argument("claim")
-        verify.add_argument("--domain")
-        verify.add_argument(
-            "--json",
-            dest="as_json",
-            action="store_true",
-            help="Print the verification result as one JSON object.",
-        )
+        verify_arguments(actions)
         export = actions.add_parser("export-log", help="Write the verification log as JSON lines.")
         export.add_argument("--output", "-o", help="File to write (default: standard output).")
         calibrate = actions.add_parser(

@@ -1,5 +1,6 @@
-"""``manage.py knowledge add|update|search`` — the seed's knowledge CLI (claims are verified by the
-app that owns verifications: see the README)."""
+"""``manage.py knowledge add|update|search|verify`` — the seed's knowledge CLI. ``verify`` is the
+seed's verb for ``manage.py grounding verify``: the grounding app owns verifications, and this
+command runs its implementation (same arguments, same output)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.commands import ActionCommand
+from apps.grounding.management.commands import grounding as grounding_command
 from apps.knowledge import selectors, services
 
 
@@ -29,6 +31,9 @@ class Command(ActionCommand):
         search.add_argument("query")
         search.add_argument("--domain")
         search.add_argument("--limit", type=int, default=5)
+        grounding_command.verify_arguments(actions)
+
+    _verify = grounding_command.Command._verify
 
     def _progress(self, done: int, total: int) -> None:
         if total < 20 or not sys.stderr.isatty():
