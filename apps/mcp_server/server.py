@@ -12,8 +12,9 @@ stateless JSON mode (any number of uvicorn workers can serve it), behind an edge
 - reads the JSON-RPC body once (413 over ``CORTEX_MAX_BODY_BYTES``; 400 nested deeper than
   ``CORTEX_MAX_JSON_DEPTH``, as REST), parses it as the SDK does, refuses a request whose id is
   not a string or an integer (400) and, when it calls a tool or
-  reads a resource that needs a token, answers 401 with ``WWW-Authenticate: Bearer`` unless a
-  valid ``Authorization: Bearer`` token came with it; discovery (initialize, ping, lists,
+  reads a resource that needs a token, answers 401 unless a valid ``Authorization: Bearer`` token
+  came with it: ``WWW-Authenticate: Bearer`` with an ``error_description`` and a JSON-RPC error body
+  (-32010, the error shape in its data) saying what to send; discovery (initialize, ping, lists,
   logging/setLevel) needs none;
 - answers a Postgres or Redis outage, wherever in the request it happens (its own token check,
   or a handler), as REST does: 503 with ``Retry-After`` and the error shape;
@@ -21,8 +22,9 @@ stateless JSON mode (any number of uvicorn workers can serve it), behind an edge
   request's ASGI ``state``.
 
 Errors about the JSON-RPC message (parse, invalid request, media type) are JSON-RPC error objects
-with id null, as the SDK's own are, so that an MCP client shows their message; errors about the
-HTTP exchange (host, origin, method, size, token, outage) are the error shape REST answers.
+with id null, as the SDK's own are, so that an MCP client shows their message; so is the 401 of a
+missing or bad token (with the request's id). Errors about the HTTP exchange (host, origin, method,
+size, outage) are the error shape REST answers.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from apps.core.errors import (
 )
 from apps.core.logging import accept_or_generate_correlation_id, get_logger
 from apps.core.middleware import json_nested_too_deep
-from apps.core.models import ApiToken
+from apps.core.models import ApiToken, TokenScope
 from apps.core.services import api_token_authenticate
 from apps.mcp_server import services
 from apps.mcp_server.services import Caller
@@ -281,20 +283,40 @@ def _invalid_id(message: Any) -> bool:
     return isinstance(request_id, bool) or not isinstance(request_id, (str, int))
 
 
-def _needs_token(message: Any) -> bool:
-    """Whether any JSON-RPC request in ``message`` (parsed) calls a tool or reads a resource that
-    needs a token."""
+@dataclass(frozen=True)
+class TokenDemand:
+    """The first request of a message that needs a token: what it asks for, the scope, its id."""
+
+    what: str
+    scope: str
+    request_id: Any
+
+    def explained(self, problem: str) -> str:
+        """What a 401 says: the problem with the token sent (or not sent), then what to do. Plain
+        ASCII without double quotes or backslashes: it is also the challenge's error_description."""
+        return (
+            f"{problem} {self.what} needs an API token with the '{self.scope}' scope; an operator creates "
+            f"one with: manage.py tokens create --name <agent> --scopes {self.scope}"
+        )
+
+
+def _token_demand(message: Any) -> TokenDemand | None:
+    """The first JSON-RPC request in ``message`` (parsed) that calls a tool or reads a resource
+    needing a token, None when none does."""
     for item in message if isinstance(message, list) else [message]:
         if not isinstance(item, dict):
             continue
         params = item.get("params") if isinstance(item.get("params"), dict) else {}
-        if item.get("method") == "tools/call" and services.mcp_tool_needs_token(str(params.get("name", ""))):
-            return True
-        if item.get("method") == "resources/read" and services.mcp_resource_needs_token(
-            str(params.get("uri", ""))
-        ):
-            return True
-    return False
+        request_id = item.get("id")
+        if item.get("method") == "tools/call":
+            name = str(params.get("name", ""))
+            if (scope := services.mcp_tool_scope(name)) is not None:
+                return TokenDemand(f"Tool '{name}'", str(scope), request_id)
+        if item.get("method") == "resources/read":
+            uri = str(params.get("uri", ""))
+            if services.mcp_resource_needs_token(uri):
+                return TokenDemand(f"Resource '{uri}'", str(TokenScope.READ), request_id)
+    return None
 
 
 async def _respond(
@@ -500,11 +522,13 @@ class McpHttpApp:
         """``caller`` with the presented token when ``message`` needs one; raises ``_Answered`` once it
         has answered the request itself (401, or 503 when Postgres or Redis is out)."""
         try:
-            if message is _NOT_PARSED or not await _in_thread(caller, _needs_token, message):
+            demand = None if message is _NOT_PARSED else await _in_thread(caller, _token_demand, message)
+            if demand is None:
                 return caller
             token = await _in_thread(caller, _bearer_token, authorization)
         except AuthenticationRequired as error:
-            await self._unauthorised(send, error, bool(authorization))
+            assert demand is not None  # only the token check raises it
+            await self._unauthorised(send, error, demand, presented=bool(authorization))
             raise _Answered from error
         except RateLimited as error:
             return replace(caller, token_error=error)
@@ -513,9 +537,29 @@ class McpHttpApp:
             raise _Answered from outage
         return replace(caller, token=token)
 
-    async def _unauthorised(self, send: Send, error: AuthenticationRequired, presented: bool) -> None:
-        # RFC 6750 §3: no error attribute when no credentials were sent.
-        challenge = (
-            'Bearer realm="cortexweb", error="invalid_token"' if presented else 'Bearer realm="cortexweb"'
+    async def _unauthorised(
+        self, send: Send, error: AuthenticationRequired, demand: TokenDemand, *, presented: bool
+    ) -> None:
+        """401 with the explanation where each reader looks for it. The official SDK client turns a
+        non-2xx answer into "Server returned an error response" unless its body is a JSON-RPC error,
+        whose message it raises instead: so the body is one (with the error shape in its data, as a
+        resource read refused over stdio has it), and the challenge repeats it for HTTP tools."""
+        description = demand.explained(error.message)
+        # RFC 6750 §3.1: the error attribute only when a token was sent; the description always
+        # (§3 allows it), since it says what to send.
+        attributes = ['realm="cortexweb"', *(['error="invalid_token"'] if presented else [])]
+        attributes.append(f'error_description="{description}"')
+        await _respond(
+            send,
+            error.status_code,
+            {
+                "jsonrpc": "2.0",
+                "id": demand.request_id,
+                "error": {
+                    "code": NOT_AUTHORISED,
+                    "message": description,
+                    "data": error_payload(error.code, description, {"required": demand.scope}),
+                },
+            },
+            {"WWW-Authenticate": "Bearer " + ", ".join(attributes)},
         )
-        await _error(send, error, {"WWW-Authenticate": challenge})

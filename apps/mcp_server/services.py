@@ -192,17 +192,22 @@ def mcp_tools_list() -> list[dict[str, Any]]:
     ]
 
 
-def mcp_tool_needs_token(name: str) -> bool:
-    """Whether calling ``name`` needs a token (the HTTP edge answers 401 before the call if so).
+def mcp_tool_scope(name: str) -> str | None:
+    """The scope calling ``name`` needs, None when it needs no token (the HTTP edge answers 401
+    before the call when one is needed and missing).
 
-    Own tools follow their REST twin (the service map is public); catalogue tools need one, as
-    ``/v1/tools/call`` does. An unknown name needs none: the protocol's unknown-tool error says no
+    Own tools follow their REST twin (the service map is public); catalogue tools need ``upstream``,
+    as ``/v1/tools/call`` does. An unknown name needs none: the protocol's unknown-tool error says no
     more than the public ``tools/list`` does.
     """
     own = CORTEX_TOOLS_BY_NAME.get(name)
     if own is not None:
-        return own.scope is not None
-    return _catalogue_knows(name)
+        return own.scope
+    return TokenScope.UPSTREAM if _catalogue_knows(name) else None
+
+
+def mcp_tool_needs_token(name: str) -> bool:
+    return mcp_tool_scope(name) is not None
 
 
 # --- Calling -----------------------------------------------------------------------------------

@@ -307,7 +307,8 @@ def _mcp_http_outcome(url: str, token: str | None, probe: McpProbe) -> str:
     response = httpx.post(url, json=body, headers=headers, timeout=60)
     if response.status_code == 401:
         assert response.headers["WWW-Authenticate"].startswith('Bearer realm="cortexweb"')
-        return "401" if response.json()["error"]["code"] == "authentication_required" else "401?"
+        error = response.json()["error"]  # a JSON-RPC error, so that SDK clients show its message
+        return "401" if error["data"]["error"]["code"] == "authentication_required" else "401?"
     assert response.status_code == 200, response.text
     answer = response.json()
     if "error" in answer:  # a resource read refused or not found: a JSON-RPC error

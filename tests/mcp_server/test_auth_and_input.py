@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import MCPError
 
 from apps.connectors.models import ToolCall
 from tests.connectors.mcp_server import Q42_STATEMENTS
@@ -54,7 +55,7 @@ def _http_outcome(url: str, token: str | None, tool: tuple[str, dict[str, Any]])
     response = httpx.post(url, json=body, headers=headers, timeout=60)
     if response.status_code == 401:
         assert response.headers["WWW-Authenticate"].startswith('Bearer realm="cortexweb"')
-        assert response.json()["error"]["code"] == "authentication_required"
+        assert response.json()["error"]["data"]["error"]["code"] == "authentication_required"
         return "401"
     assert response.status_code == 200, response.text
     result = response.json()["result"]
@@ -152,6 +153,91 @@ BAD_ARGUMENTS = [
         "arguments.query.",
     ),
 ]
+
+
+NO_TOKEN = "Send 'Authorization: Bearer <token>'."
+UNKNOWN_TOKEN = "The bearer token is unknown, expired or revoked."
+
+
+def _unauthorised(request_id: int, description: str, scope: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {
+            "code": -32010,
+            "message": description,
+            "data": {
+                "error": {
+                    "code": "authentication_required",
+                    "message": description,
+                    "details": {"required": scope},
+                }
+            },
+        },
+    }
+
+
+# token sent, method, params → the problem with the token, the challenge's error attribute, what, scope
+UNAUTHORISED = [
+    (
+        (None, "tools/call", {"name": READ_TOOL[0], "arguments": READ_TOOL[1]}),
+        (NO_TOKEN, "", "Tool 'knowledge.search'", "read"),
+    ),
+    (
+        ("cw_not-a-real-token", "tools/call", {"name": WRITE_TOOL[0], "arguments": WRITE_TOOL[1]}),
+        (UNKNOWN_TOKEN, 'error="invalid_token", ', "Tool 'wikidata.get_claims'", "upstream"),
+    ),
+    (
+        (None, "resources/read", {"uri": "cortexweb://knowledge/owasp-a02"}),
+        (NO_TOKEN, "", "Resource 'cortexweb://knowledge/owasp-a02'", "read"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_sent", "expected"), UNAUTHORISED, ids=["none", "unknown", "resource"])
+def test_a_401_says_what_to_send_in_its_body_and_challenge(
+    cortex_server, registry, request_sent: tuple[Any, ...], expected: tuple[str, ...]
+) -> None:
+    token, method, params = request_sent
+    problem, challenge_error, what, scope = expected
+    headers = {**ACCEPT, **({"Authorization": f"Bearer {token}"} if token else {})}
+    body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+    response = httpx.post(cortex_server.mcp_url, json=body, headers=headers, timeout=60)
+    description = (
+        f"{problem} {what} needs an API token with the '{scope}' scope; an operator creates one with: "
+        f"manage.py tokens create --name <agent> --scopes {scope}"
+    )
+    assert response.status_code == 401
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.headers["WWW-Authenticate"] == (
+        f'Bearer realm="cortexweb", {challenge_error}error_description="{description}"'
+    )
+    assert response.json() == _unauthorised(7, description, scope)
+
+
+def test_the_sdk_client_raises_the_401s_explanation(cortex_server, registry) -> None:
+    """The official SDK client without a token: the call raises with the 401's words, not "Server
+    returned an error response"."""
+
+    async def go() -> Any:
+        async with http_session(cortex_server.mcp_url) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(*READ_TOOL)
+            return refused.value
+
+    error = asyncio.run(go())
+    assert (error.error.code, error.error.message) == (
+        -32010,
+        f"{NO_TOKEN} Tool 'knowledge.search' needs an API token with the 'read' scope; an operator "
+        "creates one with: manage.py tokens create --name <agent> --scopes read",
+    )
+    assert error.error.data == {
+        "error": {
+            "code": "authentication_required",
+            "message": error.error.message,
+            "details": {"required": "read"},
+        }
+    }
 
 
 @pytest.mark.parametrize(
