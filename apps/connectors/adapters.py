@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -99,3 +100,41 @@ def adapter_get(tool_name: str) -> Adapter:
 
 def adapter_names() -> list[str]:
     return sorted(_adapters)
+
+
+# --- Call shapes -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallsShaped:
+    """What one call of a tool becomes: ``calls`` (key, arguments) dispatched one by one in order, each
+    with arguments in the upstream's own shape. ``merged``: the answer lists every call's result under
+    its key (a list was asked for); otherwise there is exactly one call and its result is the answer."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+    key: str
+    merged: bool
+
+
+# Reads a call's arguments; ``None`` when they are already the upstream's shape, else the calls to make.
+# Raises ``ValidationFailed`` naming the field when the shape is wrong.
+ArgumentShaper = Callable[[dict[str, Any]], CallsShaped | None]
+
+_shapers: dict[str, ArgumentShaper] = {}
+
+
+def register_argument_shape(tool_name: str) -> Callable[[ArgumentShaper], ArgumentShaper]:
+    """Decorator: accept another call shape for ``tool_name`` than its upstream's (seed 000 calls
+    ``wikidata.get_claims`` with ``{qids: [...]}`` where the upstream takes one ``entity_id``). The
+    gateway applies it on every transport, before the upstream's input schema is checked."""
+
+    def decorator(shaper: ArgumentShaper) -> ArgumentShaper:
+        _shapers[tool_name] = shaper
+        return shaper
+
+    return decorator
+
+
+def arguments_shaped(tool_name: str, arguments: dict[str, Any]) -> CallsShaped | None:
+    shaper = _shapers.get(tool_name)
+    return shaper(arguments) if shaper is not None else None

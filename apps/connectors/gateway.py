@@ -107,9 +107,13 @@ def tool_call(
         transport=transport,
     )
     try:
-        _arguments_validate(tool, arguments)
-        result = _dispatch(tool, arguments)
-        _text_errors_raise(tool, upstream_name, result)
+        shaped = adapters.arguments_shaped(tool.name, arguments) if isinstance(arguments, dict) else None
+        if shaped is None:
+            _arguments_validate(tool, arguments)
+            result = _dispatch(tool, arguments)
+            _text_errors_raise(tool, upstream_name, result)
+        else:
+            result = _shaped_call(tool, upstream_name, shaped)
     except Exception as error:
         record(error=error)
         raise
@@ -120,6 +124,29 @@ def tool_call(
         "connector": connector.slug,
         "result": result,
         "durationMs": duration_ms,
+    }
+
+
+def _shaped_call(tool: RemoteTool, upstream_name: str, shaped: adapters.CallsShaped) -> dict[str, Any]:
+    """Each call of a shaped call in order, every one's arguments checked before any is sent. A failure
+    of any call fails the whole call (no partial answer); merged, the answer is every call's content in
+    order plus ``results: [{<key>: ..., "result": ...}]``."""
+    for _, arguments in shaped.calls:
+        _arguments_validate(tool, arguments)
+    results = []
+    for _, arguments in shaped.calls:
+        result = _dispatch(tool, arguments)
+        _text_errors_raise(tool, upstream_name, result)
+        results.append(result)
+    if not shaped.merged:
+        return results[0]
+    return {
+        "content": [item for result in results for item in (result.get("content") or [])],
+        "isError": False,
+        "results": [
+            {shaped.key: key, "result": result}
+            for (key, _), result in zip(shaped.calls, results, strict=True)
+        ],
     }
 
 

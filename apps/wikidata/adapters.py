@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.connectors.adapters import register_adapter
+from apps.connectors.adapters import CallsShaped, register_adapter, register_argument_shape
 from apps.connectors.models import RemoteTool
 from apps.core.errors import RateLimited, UpstreamError, ValidationFailed
 from apps.core.logging import get_logger
@@ -366,6 +366,58 @@ def get_claims(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]:
         "labels": labels,
     }
     return tool_result(data)
+
+
+# Seed 000 calls ``callTool("wikidata.get_claims", {qids: ["Q937"]})``; the upstream's get_statements
+# takes one ``entity_id``. Each QID is one upstream call, one after another under the connector's rate
+# limit (burst 5, then one per 2 s by default): 10 ids answer within ~10 s, and an agent's top-N
+# (the seed's story 4 takes the top 5) fits.
+MAX_CLAIMS_QIDS = 10
+_CLAIM_ID_FIELDS = ("entity_id", "qid", "qids")
+
+
+def _claims_shape_refused(message: str, path: str) -> ValidationFailed:
+    return ValidationFailed(
+        f"Invalid arguments for tool 'wikidata.get_claims': {path}: {message}.",
+        details={"tool": "wikidata.get_claims", "errors": [{"path": path, "message": message}]},
+    )
+
+
+@register_argument_shape("wikidata.get_claims")
+def get_claims_shape(arguments: dict[str, Any]) -> CallsShaped | None:
+    """``{qid: "Q937"}`` is ``{entity_id: "Q937"}``; ``{qids: [...]}`` is one call per distinct QID, in
+    the given order, answered together. The other arguments (``lang``, ``include_external_ids``, ...)
+    go to every call. ``entity_id`` (or no id) is the upstream's own shape (``None``: nothing to do)."""
+    given = [name for name in _CLAIM_ID_FIELDS if name in arguments]
+    if given in ([], ["entity_id"]):
+        # The upstream's shape; with no id at all its schema check names entity_id with every other error.
+        return None
+    if len(given) > 1:
+        raise _claims_shape_refused(
+            f"give exactly one of 'entity_id', 'qid' or 'qids', not {' and '.join(repr(n) for n in given)}",
+            f"$.{given[-1]}",
+        )
+    rest = {key: value for key, value in arguments.items() if key not in _CLAIM_ID_FIELDS}
+    if given == ["qid"]:
+        qid = arguments["qid"]
+        if not isinstance(qid, str) or not _QID_RE.match(qid):
+            raise _claims_shape_refused(f"{qid!r} is not a Wikidata item id such as 'Q937'", "$.qid")
+        return CallsShaped(calls=[(qid, {**rest, "entity_id": qid})], key="qid", merged=False)
+    qids = arguments["qids"]
+    if not isinstance(qids, list) or not qids:
+        raise _claims_shape_refused("must be a non-empty list of item ids such as ['Q937']", "$.qids")
+    if len(qids) > MAX_CLAIMS_QIDS:
+        raise _claims_shape_refused(
+            f"at most {MAX_CLAIMS_QIDS} ids per call, not {len(qids)}; split them over several calls",
+            "$.qids",
+        )
+    for index, qid in enumerate(qids):
+        if not isinstance(qid, str) or not _QID_RE.match(qid):
+            raise _claims_shape_refused(
+                f"{qid!r} is not a Wikidata item id such as 'Q937'", f"$.qids[{index}]"
+            )
+    distinct = list(dict.fromkeys(qids))  # a repeated id is asked once
+    return CallsShaped(calls=[(qid, {**rest, "entity_id": qid}) for qid in distinct], key="qid", merged=True)
 
 
 # ------------------------------------------------------------------------------------------------ SPARQL
