@@ -324,3 +324,17 @@ def test_dns_rebinding_is_refused_with_django_host_rules(cortex_server, registry
         cortex_server.mcp_url, json=body, headers={**ACCEPT, "Origin": "http://localhost:3000"}
     )
     assert local_origin.status_code == 200 and local_origin.json()["result"] == {}
+
+
+def test_over_stdio_a_call_without_a_token_is_a_result_saying_what_to_set(registry) -> None:
+    """What Claude Desktop or VS Code shows as the tool's output when CORTEX_API_TOKEN is not set."""
+
+    async def go() -> Any:
+        async with stdio_session() as client:
+            return await client.call_tool(*READ_TOOL)
+
+    result = asyncio.run(go())
+    assert result.is_error is True
+    assert text_of(result).splitlines()[0] == (
+        "authentication_required: This needs an API token: set CORTEX_API_TOKEN in the server's environment."
+    )
