@@ -169,9 +169,14 @@ def test_verify_and_ground_answer_as_their_rest_twins(cortex_server, registry, p
     verified = _call(cortex_server, token, "knowledge.verify", claim)
     expected = rest.post("/v1/knowledge/verify", claim, content_type="application/json").json()
     assert _without(verified.structured_content, "verificationId") == _without(expected, "verificationId")
-    assert verified.structured_content["verdict"] == "contradicted"
+    # The prohibited-use basis has not earned a decisive verdict on the calibration set (issue #24):
+    # an abstention that leans to the contradiction, on the entry that prohibits MD5.
+    assert (verified.structured_content["verdict"], verified.structured_content["leaning"]) == (
+        "unverified",
+        "contradicted",
+    )
     assert verified.structured_content["sources"][0]["entry_id"] == "SEC-001"
-    assert text_of(verified).splitlines()[0].startswith("contradicted (confidence ")
+    assert text_of(verified).splitlines()[0].startswith("unverified (confidence ")
 
     message = {"message": "Passwords should be hashed with MD5 before they are stored.", "messageId": "m-1"}
     grounded = _call(cortex_server, token, "grounding.ground", message)
