@@ -120,16 +120,26 @@ class CallsShaped:
 # Raises ``ValidationFailed`` naming the field when the shape is wrong.
 ArgumentShaper = Callable[[dict[str, Any]], CallsShaped | None]
 
+# The tool's published input schema (the upstream's, say) → the same schema also describing the shape.
+SchemaWidener = Callable[[dict[str, Any]], dict[str, Any]]
+
 _shapers: dict[str, ArgumentShaper] = {}
+_schema_wideners: dict[str, SchemaWidener] = {}
 
 
-def register_argument_shape(tool_name: str) -> Callable[[ArgumentShaper], ArgumentShaper]:
+def register_argument_shape(
+    tool_name: str, *, published_schema: SchemaWidener | None = None
+) -> Callable[[ArgumentShaper], ArgumentShaper]:
     """Decorator: accept another call shape for ``tool_name`` than its upstream's (seed 000 calls
     ``wikidata.get_claims`` with ``{qids: [...]}`` where the upstream takes one ``entity_id``). The
-    gateway applies it on every transport, before the upstream's input schema is checked."""
+    gateway applies it on every transport, before the upstream's input schema is checked.
+    ``published_schema`` adds the shape to the schema ``/v1/tools`` and MCP ``tools/list`` show, so
+    agents can find it."""
 
     def decorator(shaper: ArgumentShaper) -> ArgumentShaper:
         _shapers[tool_name] = shaper
+        if published_schema is not None:
+            _schema_wideners[tool_name] = published_schema
         return shaper
 
     return decorator
@@ -138,3 +148,9 @@ def register_argument_shape(tool_name: str) -> Callable[[ArgumentShaper], Argume
 def arguments_shaped(tool_name: str, arguments: dict[str, Any]) -> CallsShaped | None:
     shaper = _shapers.get(tool_name)
     return shaper(arguments) if shaper is not None else None
+
+
+def shaped_input_schema(tool_name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` widened by the tool's registered call shape, if it has one (a copy; never in place)."""
+    widener = _schema_wideners.get(tool_name)
+    return widener(copy.deepcopy(schema)) if widener is not None else schema

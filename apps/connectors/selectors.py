@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 from ulid import ULID
 
-from apps.connectors.adapters import adapter_input_schema
+from apps.connectors.adapters import adapter_input_schema, shaped_input_schema
 from apps.connectors.environment import connector_endpoint_in_effect
 from apps.connectors.models import Connector, RemoteTool, ToolAlias, connectors_switched_off
 from apps.connectors.registry_watch import watch
@@ -49,10 +49,11 @@ def input_schema_published(
 
     The upstream's own once a sync recorded it; for a native tool, the schema of the model its
     adapter validates with (derived, never copied); else the manifest's declared one; else
-    :data:`UNDECLARED_INPUT_SCHEMA`. Never ``None``.
+    :data:`UNDECLARED_INPUT_SCHEMA`. Never ``None``. A tool with a registered call shape (seed 000's
+    ``qids`` for ``wikidata.get_claims``) publishes it too.
     """
     schema = upstream or adapter_input_schema(name) or declared
-    return dict(schema) if schema else dict(UNDECLARED_INPUT_SCHEMA)
+    return shaped_input_schema(name, dict(schema)) if schema else dict(UNDECLARED_INPUT_SCHEMA)
 
 
 def tool_input_schema(tool: RemoteTool) -> dict[str, Any]:

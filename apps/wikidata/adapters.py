@@ -383,7 +383,34 @@ def _claims_shape_refused(message: str, path: str) -> ValidationFailed:
     )
 
 
-@register_argument_shape("wikidata.get_claims")
+def get_claims_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The upstream's schema (``entity_id`` required) plus ``qid`` and ``qids``; exactly one of the three.
+
+    Said in ``description`` rather than ``oneOf``: MCP hosts refuse combinators at a tool schema's top."""
+    item_id = {"type": "string", "pattern": _QID_RE.pattern.replace("\\Z", "$")}
+    properties = schema.get("properties")
+    schema["properties"] = {
+        **(properties if isinstance(properties, dict) else {}),
+        "qid": {**item_id, "description": "One Wikidata item id, in place of entity_id."},
+        "qids": {
+            "type": "array",
+            "items": item_id,
+            "minItems": 1,
+            "maxItems": MAX_CLAIMS_QIDS,
+            "description": f"Up to {MAX_CLAIMS_QIDS} Wikidata item ids, asked one by one; the answer "
+            "lists each one's result in this order under results[{qid, result}].",
+        },
+    }
+    required = [name for name in schema.get("required") or [] if name != "entity_id"]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    schema["description"] = "Give exactly one of entity_id, qid or qids."
+    return schema
+
+
+@register_argument_shape("wikidata.get_claims", published_schema=get_claims_schema)
 def get_claims_shape(arguments: dict[str, Any]) -> CallsShaped | None:
     """``{qid: "Q937"}`` is ``{entity_id: "Q937"}``; ``{qids: [...]}`` is one call per distinct QID, in
     the given order, answered together. The other arguments (``lang``, ``include_external_ids``, ...)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from apps.connectors.models import ToolCall, ToolCallStatus
+from apps.connectors.models import RemoteTool, ToolCall, ToolCallStatus
+from apps.mcp_server.services import mcp_tools_list
 from apps.wikidata.adapters import MAX_CLAIMS_QIDS
 from tests.connectors import mcp_server
 from tests.connectors.mcp_server import (  # noqa: F401 - fixtures
@@ -182,3 +183,30 @@ def test_a_bad_shape_over_mcp_names_the_field(cortex_server, upstream, raw_token
         {"path": "$.qids[0]", "message": message}
     ]
     assert upstream.calls == []
+
+
+def test_v1_tools_and_mcp_tools_list_publish_the_shapes(upstream) -> None:
+    item_id = {"type": "string", "pattern": "^[Q][1-9][0-9]*$"}
+    expected = {
+        "type": "object",
+        "properties": {
+            "entity_id": {"type": "string"},
+            "include_external_ids": {"default": False, "type": "boolean"},
+            "lang": {"default": "en", "type": "string"},
+            "qid": {**item_id, "description": "One Wikidata item id, in place of entity_id."},
+            "qids": {
+                "type": "array",
+                "items": item_id,
+                "minItems": 1,
+                "maxItems": 10,
+                "description": "Up to 10 Wikidata item ids, asked one by one; the answer lists each one's "
+                "result in this order under results[{qid, result}].",
+            },
+        },
+        "description": "Give exactly one of entity_id, qid or qids.",
+    }
+    rest = {tool["name"]: tool for tool in Client().get("/v1/tools").json()}
+    assert rest["wikidata.get_claims"]["inputSchema"] == expected
+    assert {tool["name"]: tool for tool in mcp_tools_list()}["wikidata.get_claims"]["inputSchema"] == expected
+    stored = RemoteTool.objects.get(name="wikidata.get_claims")
+    assert stored.input_schema["required"] == ["entity_id"]  # what the upstream is called with: unchanged

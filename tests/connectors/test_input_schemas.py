@@ -5,6 +5,7 @@ is strict (issue 25, item 1; ``test_service_map_seed_contract``)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -19,6 +20,7 @@ from apps.connectors.models import Connector, RemoteTool
 from apps.connectors.selectors import UNDECLARED_INPUT_SCHEMA
 from apps.core.signing import verify
 from apps.mcp_server.services import mcp_tools_list
+from apps.wikidata.adapters import get_claims_schema
 from tests.connectors.mcp_server import mcp_servers_fixture, wikidata_mcp_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -90,6 +92,8 @@ def test_upstream_tools_publish_the_declared_schema_until_a_sync_records_the_ups
         tool["name"]: tool["inputSchema"] for tool in default_manifest["connectors"][2]["remoteTools"]
     }
     assert set(declared) == {tool.name for tool in RemoteTool.objects.filter(connector__slug="wikidata")}
+    # get_claims also publishes seed 000's qid/qids shape (test_get_claims_shapes).
+    declared["wikidata.get_claims"] = get_claims_schema(copy.deepcopy(declared["wikidata.get_claims"]))
     for tools in (_v1_tools(), _mcp_tools()):
         assert {name: tools[name] for name in declared} == declared
 
