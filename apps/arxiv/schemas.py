@@ -41,6 +41,8 @@ class RunOut(Schema):
     cached: bool | None = None
     source: str | None = None
     brand: str | None = None
+    degraded: bool | None = None
+    reason: str | None = None
     items: list[dict[str, Any]] | None = None
     totalResults: int | None = None
     start: int | None = None

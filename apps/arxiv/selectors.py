@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime
+from typing import Any
 from uuid import UUID
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
@@ -65,6 +66,73 @@ def paper_search(
         .filter(Q(search=english) | Q(search=simple) | Q(arxiv_id__iexact=base_id))
         .order_by("-rank", "-published", "arxiv_id")
     )
+
+
+def paper_item(paper: Paper) -> dict[str, Any]:
+    """A stored paper as an item of an arXiv page (the keys ``apps.arxiv.parsing`` gives a live one)."""
+    version = paper.latest_version
+    item: dict[str, Any] = {"id": paper.arxiv_id}
+    if version is not None:
+        item |= {"versionedId": f"{paper.arxiv_id}v{version}", "version": version}
+    return item | {
+        "title": paper.title,
+        "summary": paper.summary,
+        "published": _iso(paper.published),
+        "updated": _iso(paper.updated),
+        "authors": list(paper.authors),
+        "authorDetails": list(paper.author_details),
+        "url": paper.url,
+        "pdfUrl": paper.pdf_url,
+        "categories": list(paper.categories),
+        "primaryCategory": paper.primary_category,
+        "doi": paper.doi,
+        "journalRef": paper.journal_ref,
+        "comment": paper.comment,
+    }
+
+
+def _iso(value: datetime) -> str:
+    # arXiv's own form: UTC, second precision, "Z".
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def stored_search_page(*, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A search's page from the stored papers alone (the answer while arXiv is down): the API's
+    query as full text (:func:`paper_search`), its categories (any of them) and inclusive dates,
+    paged by its ``start`` and ``maxResults``, best match first."""
+    papers = paper_search(
+        text=_as_websearch(str(parameters.get("query") or "")),
+        published_from=_day(parameters.get("dateFrom")),
+        published_to=_day(parameters.get("dateTo")),
+    )
+    categories = list(parameters.get("categories") or [])
+    if categories:
+        papers = papers.filter(categories__overlap=categories)
+    start = int(parameters.get("start") or 0)
+    size = int(parameters.get("maxResults") or 10)
+    total = papers.count()
+    page = [paper_item(paper) for paper in papers[start : start + size]]
+    answer: dict[str, Any] = {"items": page, "totalResults": total, "start": start, "itemsPerPage": size}
+    if start + size < total:
+        answer["nextStart"] = start + size
+    return answer
+
+
+# arXiv's syntax (docs/api.md "arXiv") read as Postgres websearch text: field prefixes dropped (the
+# stored search covers title, authors and abstract at once), ANDNOT as "-", AND implied; OR and
+# quoted phrases mean the same in both.
+_FIELD_PREFIX = re.compile(r"\b(?:ti|au|abs|co|jr|cat|rn|all):", re.IGNORECASE)
+_ANDNOT = re.compile(r"\bANDNOT\s+")
+_AND = re.compile(r"\bAND\b")
+
+
+def _as_websearch(query: str) -> str:
+    text = _ANDNOT.sub("-", _FIELD_PREFIX.sub("", query))
+    return _AND.sub(" ", text).replace("(", " ").replace(")", " ").strip()
+
+
+def _day(value: Any) -> date | None:
+    return date.fromisoformat(value) if value else None
 
 
 def paper_categories() -> list[str]:

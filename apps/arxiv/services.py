@@ -24,6 +24,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.arxiv import metrics as arxiv_metrics
+from apps.arxiv import selectors
 from apps.arxiv.clients import ArxivClient
 from apps.arxiv.models import Paper, PaperVersion, RunKind, RunStatus, SearchRun, SearchRunPaper
 from apps.arxiv.parsing import ArxivEntry, ArxivPage
@@ -55,7 +56,7 @@ def arxiv_feature_check() -> None:
     """``FeatureDisabled`` (503) naming the flag when arXiv is switched off."""
     if not settings.FEATURE_ARXIV:
         raise FeatureDisabled(
-            "arXiv search is switched off (FEATURE_ARXIV is false); use local knowledge instead.",
+            branded("arXiv search is switched off (FEATURE_ARXIV is false); use local knowledge instead."),
             details={"flag": "FEATURE_ARXIV"},
         )
 
@@ -174,26 +175,45 @@ def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
         }
     if run.pending:
         return {"runId": str(run.pk), "status": run.status, "poll": f"/v1/arxiv/runs/{run.pk}"}
+    if _degraded(run):
+        # arXiv was down: the run failed, and the answer is the stored papers' page, with why.
+        brand = settings.CORTEX_BRAND
+        return {
+            "runId": str(run.pk),
+            "status": run.status,
+            "source": "stored",
+            "brand": brand,
+            **(run.result or {}),
+        }
     details: dict[str, Any] = {"upstream": "arxiv", "retryable": run.retryable}
     if run.status == RunStatus.RATE_LIMITED:
         details |= {"retryAfter": run.retry_after or 0.0, "retryable": True}
-    return {
-        "runId": str(run.pk),
-        "status": run.status,
-        "source": "arxiv",
-        "error": run_failure(run=run, **details),
-    }
+    failure = run_failure(run=run, **details)
+    if failure is not None:
+        failure["message"] = branded(failure["message"])
+    return {"runId": str(run.pk), "status": run.status, "source": "arxiv", "error": failure}
 
 
 def search_run_error(*, run: SearchRun) -> RateLimited | UpstreamError | None:
     """A finished run's failure as the error a synchronous caller raises (a gateway tool call, the
-    live search page): 429 with ``Retry-After`` or 502; None unless the run failed."""
+    live search page): 429 with ``Retry-After`` or 502; None unless the run failed, or when it
+    failed but answers from the stored papers (arXiv down: :func:`search_run_outcome`)."""
     failure = run_failure(run=run, upstream="arxiv", retryable=run.retryable)
-    if failure is None:
+    if failure is None or _degraded(run):
         return None
     if run.status == RunStatus.RATE_LIMITED:
-        return RateLimited(run.error, retry_after=run.retry_after or 0.0, details=failure["details"])
-    return UpstreamError(run.error, details=failure["details"])
+        return RateLimited(branded(run.error), retry_after=run.retry_after or 0.0, details=failure["details"])
+    return UpstreamError(branded(run.error), details=failure["details"])
+
+
+def branded(message: str) -> str:
+    """An arXiv error message as the seed shows them: ``[brAInwav] …`` (``CORTEX_BRAND``)."""
+    prefix = f"[{settings.CORTEX_BRAND}] "
+    return message if not message or message.startswith(prefix) else prefix + message
+
+
+def _degraded(run: SearchRun) -> bool:
+    return run.status == RunStatus.FAILED and bool((run.result or {}).get("degraded"))
 
 
 # --- Executing (Celery worker) -----------------------------------------------------------
@@ -357,14 +377,41 @@ def _finish_failed(run: SearchRun, error: UpstreamError, started: float, progres
         error=error.message,
         error_type=failure_type,
         retryable=error.retryable,
+        result=_stored_answer(run, error),
     )
     arxiv_metrics.tool_calls_total.labels(outcome="failed").inc()
     arxiv_metrics.errors_total.labels(type=failure_type).inc()
     event_emit(
-        name="arxiv.tool.failed", payload=_event_payload(run, error=error.message, errorType=failure_type)
+        name="arxiv.tool.failed",
+        payload=_event_payload(run, error=branded(error.message), errorType=failure_type),
     )
-    logger.warning("arxiv.run_failed", run_id=str(run.pk), error=error.message, attempts=run.attempts)
+    logger.warning(
+        "arxiv.run_failed", run_id=str(run.pk), error=branded(error.message), attempts=run.attempts,
+        degraded=_degraded(run),
+    )  # fmt: skip
     return run
+
+
+def _arxiv_down(error: UpstreamError) -> bool:
+    """arXiv unreachable or failing on its side once the retries are spent (timeouts, connection
+    errors, 429, 5xx) — not a request arXiv refused (4xx, an error feed) or our configuration."""
+    status = error.details.get("status") if isinstance(error.details, dict) else None
+    return error.retryable or (isinstance(status, int) and status >= 500)
+
+
+def _stored_answer(run: SearchRun, error: UpstreamError) -> dict[str, Any] | None:
+    """Seed 002 story 1 scenario 2: a search while arXiv is down answers from the stored papers,
+    ``degraded`` with the reason (kept on the run, so polling it reads alike). A lookup by id, or a
+    failure that is not an outage, stays the run's error."""
+    if run.kind != RunKind.SEARCH or not _arxiv_down(error):
+        return None
+    page = selectors.stored_search_page(parameters=run.parameters)
+    found = (
+        f"answered from {page['totalResults']} matching stored papers"
+        if page["totalResults"]
+        else "no stored paper matches this search"
+    )
+    return {**page, "degraded": True, "reason": branded(f"arXiv is unavailable ({error.message}); {found}.")}
 
 
 def _event_payload(run: SearchRun, **extra: Any) -> dict[str, Any]:

@@ -433,7 +433,8 @@ def test_live_search_rate_limited_shows_retry_after(client: Client, monkeypatch)
     assert response.status_code == 429
     run = SearchRun.objects.get()
     assert (
-        "Rate limited: arXiv&#x27;s queue is 40.0 s long, past this run&#x27;s deadline; retry later. "
+        "Rate limited: [brAInwav] arXiv&#x27;s queue is 40.0 s long, past this run&#x27;s deadline; "
+        "retry later. "
         f"Retry after 41 s. Run <code>{run.pk}</code>." in response.content.decode()
     )
     fragment = client.post("/papers/live", FORM, headers=HTMX)
@@ -452,7 +453,7 @@ def test_live_search_upstream_failure_shows_arxiv_message(client: Client, monkey
     assert response.status_code == 200
     run = SearchRun.objects.get()
     assert (
-        '<p class="notice notice-error" role="alert">arXiv failed: arXiv rejected the query: '
+        '<p class="notice notice-error" role="alert">arXiv failed: [brAInwav] arXiv rejected the query: '
         f"&lt;b&gt;malformed&lt;/b&gt; id Run <code>{run.pk}</code>.</p>" in response.content.decode()
     )
     assert client.post("/papers/live", FORM).status_code == 502
@@ -460,7 +461,7 @@ def test_live_search_upstream_failure_shows_arxiv_message(client: Client, monkey
 
 def test_live_search_with_the_feature_off(client: Client, settings, papers: dict) -> None:
     settings.FEATURE_ARXIV = False
-    message = "arXiv search is switched off (FEATURE_ARXIV is false); use local knowledge instead."
+    message = "[brAInwav] arXiv search is switched off (FEATURE_ARXIV is false); use local knowledge instead."
     response = client.post("/papers/live", FORM, headers=HTMX)
     assert response.status_code == 200
     assert f'<p class="notice notice-warn" role="alert">{message}</p>' in response.content.decode()

@@ -33,8 +33,8 @@ def test_a_run_ends_at_its_deadline_when_arxiv_answers_later(
     assert 0 <= ended_after_deadline <= 1.0, ended_after_deadline
     assert (body["status"], run.attempts) == ("rate_limited", 1)
     assert body["error"]["message"] == (
-        "arXiv did not answer in time (ReadTimeout), and this run's deadline leaves no time to retry; "
-        "retry later."
+        "[brAInwav] arXiv did not answer in time (ReadTimeout), and this run's deadline leaves no time "
+        "to retry; retry later."
     )
     assert (body["error"]["code"], run.error_type) == ("rate_limited", "rate_limited")
     assert [arrival.at < deadline for arrival in arxiv.arrivals] == [True]

@@ -269,7 +269,7 @@ def test_runs_of_a_killed_worker_end_at_their_deadline(slow_product) -> None:
     # arXiv's connection lock, held by the killed request until its TTL, is not freed by the deadline.
     assert (search_now["status"], search_now["error"]["details"]["executions"]) == ("rate_limited", 2)
     assert search_now["error"]["message"].startswith(
-        "'arxiv' allows one connection at a time and it is in use"
+        "[brAInwav] 'arxiv' allows one connection at a time and it is in use"
     )
     status, fact_row = _call("GET", f"{base}/api/fact-runs/{fact['runId']}/", token)
     assert (status, fact_row["executions"]) == (200, 2)
