@@ -212,6 +212,12 @@ def branded(message: str) -> str:
     return message if not message or message.startswith(prefix) else prefix + message
 
 
+def arxiv_tool_description(what: str) -> str:
+    """An arXiv tool's description as seed 002 words it: ``brAInwav arXiv integration: …``, the brand
+    from ``CORTEX_BRAND`` (for the MCP tool list and the service map, which describe the tools)."""
+    return f"{settings.CORTEX_BRAND} arXiv integration: {what}"
+
+
 def _degraded(run: SearchRun) -> bool:
     return run.status == RunStatus.FAILED and bool((run.result or {}).get("degraded"))
 

@@ -11,7 +11,13 @@ import pytest
 from django.test import Client
 
 from apps.arxiv.models import Paper, RunStatus, SearchRun
-from apps.arxiv.services import arxiv_limiter, search_run_error, search_run_outcome
+from apps.arxiv.services import (
+    arxiv_limiter,
+    arxiv_tool_description,
+    branded,
+    search_run_error,
+    search_run_outcome,
+)
 from apps.mcp_server.services import Caller, mcp_tool_call
 from tests.arxiv.replay_server import ReplayArxiv, Reply
 
@@ -178,6 +184,13 @@ def test_a_lookup_during_the_outage_is_still_the_branded_error(arxiv, client, ce
     run = SearchRun.objects.get(pk=body["runId"])
     assert search_run_error(run=run).message == body["error"]["message"]
     assert search_run_outcome(run=run) == body
+
+
+def test_the_tool_description_names_the_brands_arxiv_integration(settings) -> None:
+    assert arxiv_tool_description("Searches arXiv.") == "brAInwav arXiv integration: Searches arXiv."
+    settings.CORTEX_BRAND = "Acme"
+    assert arxiv_tool_description("Searches arXiv.") == "Acme arXiv integration: Searches arXiv."
+    assert branded("arXiv is busy") == "[Acme] arXiv is busy" == branded("[Acme] arXiv is busy")
 
 
 @pytest.mark.django_db
