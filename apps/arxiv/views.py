@@ -113,6 +113,7 @@ class LiveResult:
     message: str = ""
     retry_after: int | None = None
     cached: bool = False
+    degraded: bool = False  # arXiv was down: the items are stored papers, ``message`` says why
     total: int | None = None
     items: list[dict[str, Any]] = field(default_factory=list)
 
@@ -152,6 +153,8 @@ def _outcome(run: SearchRun) -> LiveResult:
         state="results",
         run_id=str(run.pk),
         cached=bool(outcome.get("cached")),
+        degraded=bool(outcome.get("degraded")),
+        message=str(outcome.get("reason") or ""),
         total=outcome.get("totalResults"),
         items=_items(outcome),
     )

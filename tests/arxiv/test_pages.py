@@ -442,6 +442,33 @@ def test_live_search_rate_limited_shows_retry_after(client: Client, monkeypatch)
     assert "Retry after 41 s." in fragment.content.decode()
 
 
+def test_live_search_while_arxiv_is_down_shows_stored_papers_and_why(client: Client, monkeypatch) -> None:
+    reason = (
+        "[brAInwav] arXiv is unavailable (arXiv is busy (HTTP 503); retry later); no stored paper matches."
+    )
+    _finish_as(
+        monkeypatch,
+        status=RunStatus.FAILED,
+        error="arXiv is busy (HTTP 503); retry later",
+        error_type="retryable",
+        retryable=True,
+        result={
+            "degraded": True,
+            "reason": reason,
+            "items": [],
+            "totalResults": 0,
+            "start": 0,
+            "itemsPerPage": 10,
+        },
+    )
+    response = client.post("/papers/live", FORM, headers=HTMX)
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert f'<p class="notice notice-warn" role="status">{reason}</p>' in content
+    assert "0 results among the stored papers; showing 0." in content
+    assert "arXiv failed" not in content
+
+
 def test_live_search_upstream_failure_shows_arxiv_message(client: Client, monkeypatch) -> None:
     _finish_as(
         monkeypatch,
