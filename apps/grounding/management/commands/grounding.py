@@ -17,8 +17,8 @@ from apps.grounding import services
 
 
 def verify_arguments(actions: Any) -> None:
-    """The ``verify`` action's arguments; ``manage.py knowledge verify`` (the seed's verb) adds the
-    same ones and runs :meth:`Command._verify`, so both spellings answer alike."""
+    """The ``verify`` action's arguments; ``manage.py knowledge verify`` (the seed's verb) declares the
+    same ones and calls this command, so both spellings answer alike."""
     verify = actions.add_parser("verify", help="Verify one claim (stored in the verification log).")
     verify.add_argument("claim")
     verify.add_argument("--domain")

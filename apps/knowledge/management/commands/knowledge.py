@@ -1,16 +1,16 @@
 """``manage.py knowledge add|update|search|verify`` — the seed's knowledge CLI. ``verify`` is the
-seed's verb for ``manage.py grounding verify``: the grounding app owns verifications, and this
-command runs its implementation (same arguments, same output)."""
+seed's verb for ``manage.py grounding verify``: the grounding app owns verifications (and knowledge
+imports nothing from it), so this command calls that one by name (same arguments, same output)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
 
 from apps.core.commands import ActionCommand
-from apps.grounding.management.commands import grounding as grounding_command
 from apps.knowledge import selectors, services
 
 
@@ -31,9 +31,10 @@ class Command(ActionCommand):
         search.add_argument("query")
         search.add_argument("--domain")
         search.add_argument("--limit", type=int, default=5)
-        grounding_command.verify_arguments(actions)
-
-    _verify = grounding_command.Command._verify
+        verify = actions.add_parser("verify", help="Verify one claim: manage.py grounding verify.")
+        verify.add_argument("claim")
+        verify.add_argument("--domain")
+        verify.add_argument("--json", dest="as_json", action="store_true", help="One JSON object.")
 
     def _progress(self, done: int, total: int) -> None:
         if total < 20 or not sys.stderr.isatty():
@@ -67,3 +68,7 @@ class Command(ActionCommand):
             )
             self.stdout.write(f"    {entry.content}")
             self.stdout.write(f"    source: {entry.source}{'  ' + entry.url if entry.url else ''}")
+
+    def _verify(self, claim: str, domain: str | None = None, as_json: bool = False, **_) -> None:
+        options = [*(["--domain", domain] if domain else []), *(["--json"] if as_json else [])]
+        call_command("grounding", "verify", claim, *options, stdout=self.stdout, stderr=self.stderr)
