@@ -20,6 +20,7 @@ from apps.core.admin_mixins import pretty_json, truncated, warning_flag
 from apps.core.models import Event
 from apps.core.services import api_token_create
 from apps.grounding.models import GroundingMessage, GroundingSettings, ReviewStatus, Verdict, Verification
+from apps.grounding.services import verification_review
 from apps.knowledge.models import KnowledgeBase, KnowledgeDomain, KnowledgeEntry, KnowledgeSource
 from apps.memory.models import MemorySettings
 from apps.memory.services import Scope, TellItem, memory_tell
@@ -132,6 +133,14 @@ def _admin_urls(model: type) -> tuple[str, str | None]:
 
 
 def test_every_changelist_and_change_page_renders(seeded, superuser_client) -> None:
+    # A reviewed verification, so the remembered reviews (issue #24) have a row to show.
+    verification_review(
+        verification=Verification.objects.filter(review_status=ReviewStatus.PENDING).order_by("pk").first(),
+        reviewer=make_user("reviewer"),
+        action="reject",
+        verdict=Verdict.SUPPORTED,
+        note=SCRIPT,
+    )
     missing = []
     for model in admin.site._registry:
         changelist, change = _admin_urls(model)
