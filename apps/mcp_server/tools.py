@@ -34,9 +34,9 @@ from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 from apps.memory import answers as memory_answers
 from apps.memory import services as memory_services
 from apps.memory.schemas import AskIn, AskOut, ExportIn, ExportOut, ForgetIn, ForgetOut, TellIn, TellOut
+from apps.ontology import cypher as ontology_cypher
 from apps.ontology import proposals as ontology_proposals
 from apps.ontology import selectors as ontology_selectors
-from apps.ontology import sparql as ontology_sparql
 from apps.ontology.schemas import (
     DiscoverIn,
     DiscoverOut,
@@ -231,7 +231,8 @@ def _ontology_status(payload: NoArguments, context: CallContext) -> dict[str, An
 
 
 def _ontology_query(payload: QueryIn, context: CallContext) -> dict[str, Any]:
-    return ontology_sparql.ontology_query(sparql=payload.sparql)
+    # Exactly one of cypher (seed 003) and sparql; the schema checked it.
+    return ontology_cypher.ontology_query_request(sparql=payload.sparql, cypher=payload.cypher)
 
 
 def _ontology_propose(payload: ProposeIn, context: CallContext) -> dict[str, Any]:

@@ -9,8 +9,7 @@ from django.http import HttpRequest
 from ninja import Router
 
 from apps.core.auth import write_token
-from apps.ontology import proposals, selectors
-from apps.ontology import sparql as ontology_sparql
+from apps.ontology import cypher, proposals, selectors
 from apps.ontology.schemas import (
     DiscoverIn,
     DiscoverOut,
@@ -93,15 +92,18 @@ def status(request: HttpRequest) -> dict[str, Any]:
 @router.post(
     "/query",
     response=QueryOut,
-    summary="Read-only SPARQL over the ontology and its inferences (ontology_query)",
-    description="Validates, then runs a SELECT or ASK query on the ontology's OWL 2 RL closure (inferred "
-    "triples included). Refused with errors and hints: syntax errors, updates, SERVICE, FROM, CONSTRUCT/"
-    "DESCRIBE, GRAPH, unknown cw: names, regexes RE2 cannot run. At most 10,000 characters (422 beyond); at "
-    "most 1000 rows (a missing or larger LIMIT is capped) and 1 MB of rows; stopped at the hard time limit "
-    "(ONTOLOGY_QUERY_TIME_LIMIT_SECONDS, 5 s). 503 with Retry-After when this process runs too many queries.",
+    summary="Read-only Cypher or SPARQL over the ontology and its inferences (ontology_query)",
+    description="Exactly one of cypher (seed 003: a read-only subset, MATCH … WHERE … RETURN … LIMIT n, "
+    "translated to SPARQL and shown as translated_sparql; outside the subset: valid false with a hint naming "
+    "the supported forms) or sparql. Validates, then runs a SELECT or ASK query on the ontology's OWL 2 RL "
+    "closure (inferred triples included). Refused with errors and hints: syntax errors, updates, SERVICE, "
+    "FROM, CONSTRUCT/DESCRIBE, GRAPH, unknown cw: names, regexes RE2 cannot run. At most 10,000 characters "
+    "(422 beyond); at most 1000 rows (a missing or larger LIMIT is capped) and 1 MB of rows; stopped at the "
+    "hard time limit (ONTOLOGY_QUERY_TIME_LIMIT_SECONDS, 5 s). 503 with Retry-After when this "
+    "process runs too many queries.",
 )
 def query(request: HttpRequest, payload: QueryIn) -> dict[str, Any]:
-    return ontology_sparql.ontology_query(sparql=payload.sparql)
+    return cypher.ontology_query_request(sparql=payload.sparql, cypher=payload.cypher)
 
 
 @router.post(

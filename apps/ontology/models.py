@@ -114,9 +114,16 @@ class OntologyState(models.Model):
 
 
 class ProposalStatus(models.TextChoices):
-    STAGED = "staged"
-    MERGED = "merged"
-    REJECTED = "rejected"
+    """Stored lowercase (as since 0001); the labels are seed 003's values, which the API and MCP answer
+    (``PRCreated`` is never reached: no pull request is opened)."""
+
+    STAGED = "staged", "Staged"
+    MERGED = "merged", "Merged"
+    REJECTED = "rejected", "Rejected"
+
+
+#: Seed 003's ProposalResult.status values, in its order.
+SEED_PROPOSAL_STATUSES = ("Staged", "PRCreated", "Merged", "Rejected")
 
 
 class ProposalAction(models.TextChoices):

@@ -63,6 +63,7 @@ from apps.ontology.notes import (
     note_render,
     source_link,
 )
+from apps.ontology.selectors import iri_resolve
 from apps.ontology.services import embedding_text, note_from_class, ontology_version_bump
 
 logger = get_logger(__name__)
@@ -422,7 +423,9 @@ def proposal_check(proposal: dict[str, Any], graph: OntologyGraph) -> Checked:
         note = note_from_create(proposal)
         source_given, before = proposal.get("source") or "", ""
     else:
-        target = OntologyClass.objects.defer("embedding").filter(iri=proposal["target_iri"].strip()).first()
+        # The helper read and traverse use: a short name (cw:CWE89SqlInjection) names the class too.
+        target_iri = iri_resolve(proposal["target_iri"])
+        target = OntologyClass.objects.defer("embedding").filter(iri=target_iri).first()
         if target is None:
             raise NotFound(
                 f"No class {proposal['target_iri']!r} to amend; propose a create for a new class.",
@@ -514,7 +517,7 @@ def proposal_result(proposal: OntologyProposal) -> dict[str, Any]:
         "score_breakdown": proposal.score_breakdown,
         "markdown_preview": proposal.markdown_preview,
         "diff": proposal.diff,
-        "status": proposal.status,
+        "status": ProposalStatus(proposal.status).label,  # the seed's spelling (Staged, Merged, …)
     }
 
 

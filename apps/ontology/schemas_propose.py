@@ -115,7 +115,9 @@ class ProposalResultOut(Schema):
     )
     markdown_preview: str
     diff: str = Field(..., description="Unified diff against the current note (amend); empty for create.")
-    status: Literal["staged", "merged", "rejected"]
+    status: Literal["Staged", "PRCreated", "Merged", "Rejected"] = Field(
+        ..., description="Seed 003's values; PRCreated is never given (no pull request is opened)."
+    )
 
 
 class ProposeOut(Schema):

@@ -140,6 +140,8 @@ class QueryAnswer:
             "success": self.valid and self.executed and not self.errors,
             "validation": {"valid": self.valid, "errors": self.errors, "hints": self.hints},
             "query_type": self.form or None,
+            # Set by cypher.py for a Cypher query: the SPARQL it ran as.
+            "translated_sparql": None,
             "result": result,
         }
 
@@ -305,6 +307,9 @@ def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
         )
     if "datasetClause" in parsed[1]:
         raise _Refused(["FROM and FROM NAMED are not allowed: the query runs on the ontology graph only."])
+    # Read before translateQuery, which rewrites the tree in place: a cw: name inside a FILTER went
+    # unseen afterwards (FILTER(?c = cw:Typo) ran and answered nothing instead of "did you mean").
+    cw_names = _cw_names(parsed)
     try:
         query = translateQuery(parsed)
     except Exception as error:  # noqa: BLE001 - rdflib raises bare Exception for unknown prefixes
@@ -325,7 +330,7 @@ def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
     problems = sparql_regex.pattern_problems(algebra)
     if problems:
         raise _Refused(problems, ["REGEX and REPLACE use RE2 syntax: no backreferences, no look-around."])
-    errors, hints = _unknown_names(_cw_names(parsed), graph)
+    errors, hints = _unknown_names(cw_names, graph)
     if errors:
         raise _Refused(errors, hints)
     sparql_regex.use_re2(algebra)

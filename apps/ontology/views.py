@@ -115,7 +115,8 @@ def _operator(request: HttpRequest) -> AbstractBaseUser:
 
 
 def _queue_context(request: HttpRequest, *, error: str = "") -> dict[str, Any]:
-    status = request.GET.get("status", ProposalStatus.STAGED)
+    # The seed's spelling (?status=Merged) and the stored one (?status=merged) filter alike.
+    status = request.GET.get("status", ProposalStatus.STAGED).lower()
     status = status if status in STATUSES else ProposalStatus.STAGED
     proposals = OntologyProposal.objects.select_related("token", "reviewed_by")
     if status != "all":

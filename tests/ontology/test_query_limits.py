@@ -96,6 +96,7 @@ def test_the_issue_regex_is_answered_at_once_on_re2_while_healthz_stays_fast(
         "success": True,
         "validation": {"valid": True, "errors": [], "hints": []},
         "query_type": "ASK",
+        "translated_sparql": None,
         "result": {"columns": ["ask"], "rows": [{"ask": False}], "row_count": 1, "truncated": False},
     }
     assert elapsed < 5.0 + MARGIN_SECONDS
@@ -118,6 +119,7 @@ def test_a_backtracking_regex_is_killed_at_the_limit_while_healthz_stays_fast(
             "hints": [NARROWER],
         },
         "query_type": None,
+        "translated_sparql": None,
         "result": None,
     }
     assert 1.0 <= elapsed < 1.0 + KILL_GRACE_SECONDS + MARGIN_SECONDS
@@ -177,6 +179,7 @@ def _refused(errors: list[str], hints: list[str]) -> dict[str, Any]:
         "success": False,
         "validation": {"valid": False, "errors": errors, "hints": hints},
         "query_type": None,
+        "translated_sparql": None,
         "result": None,
     }
 
