@@ -274,7 +274,11 @@ def _arxiv_summary(result: dict[str, Any]) -> str:
     if result.get("poll"):
         return f"arXiv run {result['runId']} is {result['status']}; it is still waiting for arXiv."
     items = result.get("items") or []
-    lines = [f"{result.get('totalResults', len(items))} papers on arXiv; {len(items)} here:"]
+    if result.get("degraded"):
+        # arXiv was unreachable: the papers are the stored ones, and the reason says why.
+        lines = [result.get("reason") or f"arXiv is unreachable; {len(items)} stored papers:"]
+    else:
+        lines = [f"{result.get('totalResults', len(items))} papers on arXiv; {len(items)} here:"]
     lines += [f"- {item['id']}: {item['title']} ({item.get('published', '')[:10]})" for item in items]
     return "\n".join(lines)
 
@@ -434,8 +438,11 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
     CortexTool(
         name="arxiv.search",
         title="Search arXiv",
-        description="Searches arXiv (one request every 3 s across CortexWeb, identical searches served from "
-        "stored results). Returns papers with ids, titles, summaries, authors, categories and links.",
+        description=arxiv_services.arxiv_tool_description(
+            "searches arXiv (one request every 3 s across CortexWeb, identical searches served from "
+            "stored results, stored papers when arXiv is down). Returns papers with ids, titles, summaries, "
+            "authors, categories and links."
+        ),
         input_model=SearchIn,
         output_model=RunOut,
         handler=_arxiv_search,
@@ -449,8 +456,9 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
     CortexTool(
         name="arxiv.lookup",
         title="arXiv papers by id",
-        description="Fetches arXiv papers by id (latest version unless one is named), under arXiv's "
-        "rate limit.",
+        description=arxiv_services.arxiv_tool_description(
+            "fetches arXiv papers by id (latest version unless one is named), under arXiv's rate limit."
+        ),
         input_model=LookupIn,
         output_model=RunOut,
         handler=_arxiv_lookup,

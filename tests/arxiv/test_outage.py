@@ -173,6 +173,16 @@ def test_the_mcp_tool_answers_degraded_alike(arxiv, make_token, celery_worker) -
         [TRANSFORMER_ITEM],
     )
     assert "error" not in structured
+    # The text an agent reads says where the papers came from, not "N papers on arXiv".
+    assert outcome.text.splitlines()[0] == structured["reason"]
+    assert outcome.text.splitlines()[1].startswith("- 1706.03762: ")
+
+
+def test_the_mcp_arxiv_tools_are_described_as_the_seed_brands_them() -> None:
+    from apps.mcp_server.tools import CORTEX_TOOLS_BY_NAME
+
+    for name in ("arxiv.search", "arxiv.lookup"):
+        assert CORTEX_TOOLS_BY_NAME[name].description.startswith("brAInwav arXiv integration: "), name
 
 
 @pytest.mark.django_db(transaction=True)
