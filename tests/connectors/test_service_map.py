@@ -62,7 +62,9 @@ def test_map_has_the_seed_shape_and_a_valid_signature(default_registry: dict, mo
     assert arxiv["remoteTools"] == [
         {
             "name": "arxiv.search",
-            "description": "brAInwav arXiv integration: search arXiv papers by query, with paging and sorting",
+            "description": (
+                "brAInwav arXiv integration: search arXiv papers by query, with paging and sorting"
+            ),
             "tags": ["academic", "papers", "search", "arxiv"],
             "scopes": ["literature"],
         }
