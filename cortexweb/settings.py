@@ -264,6 +264,22 @@ CORTEX_RUN_SWEEP_SECONDS = env.float("CORTEX_RUN_SWEEP_SECONDS", default=15.0)
 CORTEX_UPSTREAM_REQUEST_DAYS = env.int("CORTEX_UPSTREAM_REQUEST_DAYS", default=30)
 CORTEX_RUN_MAX_EXECUTIONS = env.int("CORTEX_RUN_MAX_EXECUTIONS", default=3)
 CORTEX_RUN_REDELIVER_SECONDS = env.float("CORTEX_RUN_REDELIVER_SECONDS", default=300.0)
+# Live health of connectors and upstreams (apps/connectors/health.py): judged over the last WINDOW
+# seconds of calls, requests and probes; down after DOWN_AFTER failures in a row (or nothing but
+# failures), degraded at DEGRADED_RATIO failed. Beat probes each target idle for PROBE seconds, one
+# request within its shared limiter's budget, never waiting for a slot; a probe gives up after TIMEOUT.
+CORTEX_HEALTH_WINDOW_SECONDS = env.float("CORTEX_HEALTH_WINDOW_SECONDS", default=900.0)
+CORTEX_HEALTH_DOWN_AFTER = env.int("CORTEX_HEALTH_DOWN_AFTER", default=3)
+CORTEX_HEALTH_DEGRADED_RATIO = env.float("CORTEX_HEALTH_DEGRADED_RATIO", default=0.2)
+CORTEX_HEALTH_PROBE_SECONDS = env.float("CORTEX_HEALTH_PROBE_SECONDS", default=60.0)
+CORTEX_HEALTH_PROBE_TIMEOUT_SECONDS = env.float("CORTEX_HEALTH_PROBE_TIMEOUT_SECONDS", default=10.0)
+# The dashboard's alert banner for staff: deploy/prometheus/alerts.yml's conditions, these its thresholds
+# (keep them equal to the rules' numbers when changing either).
+CORTEX_ALERT_ERROR_RATIO = env.float("CORTEX_ALERT_ERROR_RATIO", default=0.5)
+CORTEX_ALERT_REVIEW_QUEUE_HOURS = env.float("CORTEX_ALERT_REVIEW_QUEUE_HOURS", default=24.0)
+CORTEX_ALERT_WORKER_SILENT_SECONDS = env.float("CORTEX_ALERT_WORKER_SILENT_SECONDS", default=300.0)
+CORTEX_ALERT_RATE_LIMIT_REFUSALS = env.int("CORTEX_ALERT_RATE_LIMIT_REFUSALS", default=10)
+CORTEX_ALERT_DISK_FREE_RATIO = env.float("CORTEX_ALERT_DISK_FREE_RATIO", default=0.1)
 # Memory lifecycle (decay of memories not retrieved, promotion, expiry): one cycle per interval.
 MEMORY_LIFECYCLE_SECONDS = env.int("MEMORY_LIFECYCLE_SECONDS", default=3600)
 
@@ -273,6 +289,8 @@ CELERY_BEAT_SCHEDULE = {
     "upstream-requests-prune": {"task": "core.upstream_requests_prune", "schedule": 3600.0},
     # The dashboard's tool-call panel reads completed hours from their roll-up (apps/dashboard/models.py).
     "dashboard-tool-calls-roll-up": {"task": "dashboard.tool_calls_roll_up", "schedule": 60.0},
+    # Probes idle connectors and upstreams and stamps the worker heartbeat (apps/connectors/health.py).
+    "health-probe": {"task": "dashboard.health_probe", "schedule": CORTEX_HEALTH_PROBE_SECONDS},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

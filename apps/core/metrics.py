@@ -8,9 +8,10 @@ imported anywhere, so every process writes its samples to files there and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.module_loading import import_string
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -19,6 +20,11 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.metrics_core import Metric
+
+from apps.core.logging import get_logger
+
+logger = get_logger(__name__)
 
 http_requests_total = Counter(
     "cortex_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]
@@ -36,11 +42,34 @@ rate_limit_waits_total = Counter(
 rate_limited_total = Counter(
     "cortex_rate_limited_total", "Callers refused by the shared limiter.", ["limiter"]
 )
+upstream_requests_total = Counter(
+    "cortex_upstream_requests_total",
+    "Requests to upstreams by how they ended: ok, throttled (429), failed, refused (by our limiter).",
+    ["upstream", "outcome"],
+)
+
+# Gauges read when /metrics is scraped (health, queues, disk), not counted by processes: functions
+# yielding metric families, by dotted path so that core imports none of the apps that provide them.
+SCRAPE_COLLECTORS = ("apps.connectors.health.health_metrics", "apps.dashboard.alerts.alert_metrics")
+
+
+class _ScrapeTime:
+    def collect(self) -> Iterator[Metric]:
+        for path in SCRAPE_COLLECTORS:
+            try:
+                families = list(import_string(path)())
+            except Exception as error:  # noqa: BLE001 - the process counters are still worth serving
+                # Postgres or Redis down: those gauges are absent (alerts on absence see it), the rest
+                # of /metrics still answers.
+                logger.warning("metrics.scrape_collector_failed", collector=path, error=str(error))
+                continue
+            yield from families
 
 
 def render_metrics() -> tuple[bytes, str]:
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
+    registry.register(_ScrapeTime())
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 

@@ -22,6 +22,7 @@ from django.db import DatabaseError, models, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from apps.core import metrics
 from apps.core.errors import (
     AuthenticationRequired,
     DeadlineReached,
@@ -323,6 +324,8 @@ def upstream_request_recorded(
                 )
         except DatabaseError as error:
             logger.warning("upstream_request.not_recorded", upstream=upstream, error=str(error))
+        # The same outcomes as a counter: the alert rules' error rate and refusals (deploy/prometheus).
+        metrics.upstream_requests_total.labels(upstream=upstream, outcome=outcome).inc()
 
 
 #: Rows deleted per statement when pruning, so one prune never holds a long lock on the table.
