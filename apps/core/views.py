@@ -9,11 +9,10 @@ from django.templatetags.static import static
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 from django.views.defaults import bad_request as django_bad_request
-from django.views.defaults import page_not_found as django_page_not_found
-from django.views.defaults import server_error as django_server_error
 
+from apps.core import error_pages
 from apps.core.auth import metrics_access_check
-from apps.core.errors import ApplicationError, BadRequest, NotFound, error_response
+from apps.core.errors import ApplicationError, BadRequest, NotFound, PermissionDenied, error_response
 from apps.core.logging import get_logger
 from apps.core.metrics import render_metrics
 from apps.core.selectors import readiness
@@ -92,14 +91,21 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404: the error shape for API paths, Django's page elsewhere."""
+    """404: the error shape for API paths, the site's own page elsewhere (``error_pages``)."""
     if _is_api_request(request):
         return error_response(NotFound(f"No endpoint at {request.path}. See /v1/docs for the agent API."))
-    return django_page_not_found(request, exception)
+    return error_pages.not_found_page(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """403 (a page's ``PermissionDenied``): the error shape for API paths, the site's page elsewhere."""
+    if _is_api_request(request):
+        return error_response(PermissionDenied("You may not do this."))
+    return error_pages.forbidden_page(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """500: the error shape for API paths (the traceback is logged, never sent)."""
+    """500: the error shape for API paths (the traceback is logged, never sent), the site's page elsewhere."""
     if _is_api_request(request):
         return error_response(ApplicationError("An internal error occurred; it has been logged."))
-    return django_server_error(request)
+    return error_pages.server_error_page()
