@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "ninja",
     "django_htmx",
+    "auditlog",
     "apps.core",
     "apps.embeddings",
     "apps.connectors",
@@ -114,6 +115,7 @@ INSTALLED_APPS = [
     "apps.ontology",
     "apps.mcp_server",
     "apps.dashboard",
+    "apps.changes",
 ]
 
 MIDDLEWARE = [
@@ -132,6 +134,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: each request is one change set of the change log, with its user (apps/changes).
+    "apps.changes.middleware.ChangeSetMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -208,6 +212,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = CORTEX_MAX_BODY_BYTES
 # JSON nested deeper than this (bodies, and JSON in /api/ form fields) is a 400 at the edge: parsers and
 # validators recurse, and a 10,000-level document would otherwise exhaust the stack (RecursionError, a 500).
 CORTEX_MAX_JSON_DEPTH = env.int("CORTEX_MAX_JSON_DEPTH", default=64)
+
+# --- Change log (django-auditlog; apps/changes) -----------------------------------------
+# Values stored as JSON (lists stay lists), grouped by the change set in effect (apps.changes.services).
+AUDITLOG_STORE_JSON_CHANGES = True
+AUDITLOG_CID_GETTER = "apps.changes.services.change_set_id"
+# A changed relation is logged by name (the tool's connector "wikidata" → "arxiv"), readable after deletion.
+AUDITLOG_USE_FK_STRING_REPRESENTATION = True
+# No client addresses in the log: who changed what is the user (or the token, or the command).
+AUDITLOG_DISABLE_REMOTE_ADDR = True
 
 # --- Cache, Celery -------------------------------------------------------------------
 

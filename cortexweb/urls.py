@@ -28,6 +28,7 @@ urlpatterns = [
     path("", include("apps.memory.urls")),
     path("", include("apps.ontology.urls")),
     path("", include("apps.core.urls_pages")),
+    path("", include("apps.changes.urls")),
 ]
 
 handler400 = "apps.core.views.bad_request"

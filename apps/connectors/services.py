@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Max
 
+from apps.changes.services import recorded_as_change_set
 from apps.connectors import manifest as manifest_format
 from apps.connectors.models import Connector, RemoteTool, ToolAlias
 from apps.connectors.registry_watch import CHANNEL as REGISTRY_CHANNEL
@@ -218,6 +219,7 @@ def _changed_keys(
 
 
 @transaction.atomic
+@recorded_as_change_set("manifest import")  # one change set in the change log
 def manifest_import(*, data: dict[str, Any], actor: str = "") -> ManifestChanges:
     """Make the registry exactly the manifest: all or nothing.
 

@@ -471,6 +471,12 @@ PAGE_OPERATIONS: tuple[PageOperation, ...] = (
         rate_limited=True,
     ),
     PageOperation("GET /events", "core_pages:events", STAFF, "live events (payloads carry agents' input)"),
+    PageOperation(
+        "GET /changes",
+        "changes:change_log",
+        STAFF,
+        "the change log: who changed the registry, tokens, knowledge, settings and reviews, old → new",
+    ),
     PageOperation("GET /", "dashboard:home", None, "what CortexWeb is, with links; the dashboard for staff"),
     PageOperation(
         "GET /dashboard/<panel>",

@@ -226,6 +226,7 @@ PAGE_PROBES: dict[str, Probe] = {
         "POST", f"/ontology/proposals/{UNKNOWN_UUID}/reject", 404, {"note": "no"}
     ),
     "GET /events": Probe("GET", "/events", 200),
+    "GET /changes": Probe("GET", "/changes", 200),
     "GET /": Probe("GET", "/", 200),
     "GET /dashboard/<panel>": Probe("GET", "/dashboard/tool-calls", 200),
 }
@@ -560,6 +561,7 @@ def test_the_table_lists_every_mcp_tool_and_resource() -> None:
 
 def test_the_table_lists_every_page() -> None:
     from apps.arxiv import urls as arxiv_urls
+    from apps.changes import urls as changes_urls
     from apps.connectors import urls as connector_urls
     from apps.core import urls_pages
     from apps.dashboard import urls as dashboard_urls
@@ -581,6 +583,7 @@ def test_the_table_lists_every_page() -> None:
             ontology_urls,
             urls_pages,
             dashboard_urls,
+            changes_urls,
         )
         for pattern in module.urlpatterns
     }
@@ -592,7 +595,7 @@ def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
         "http": (63, 7),
         "mcp": (25, 7),
-        "pages": (33, 15),
+        "pages": (34, 15),
         "api sessions": (28, 15),
     }
 
