@@ -277,6 +277,8 @@ CORTEX_RUN_SWEEP_SECONDS = env.float("CORTEX_RUN_SWEEP_SECONDS", default=15.0)
 CORTEX_UPSTREAM_REQUEST_DAYS = env.int("CORTEX_UPSTREAM_REQUEST_DAYS", default=30)
 CORTEX_RUN_MAX_EXECUTIONS = env.int("CORTEX_RUN_MAX_EXECUTIONS", default=3)
 CORTEX_RUN_REDELIVER_SECONDS = env.float("CORTEX_RUN_REDELIVER_SECONDS", default=300.0)
+# How often Celery beat syncs every enabled MCP connector's tools (apps/connectors/gateway.py).
+CONNECTORS_SYNC_INTERVAL_SECONDS = env.float("CONNECTORS_SYNC_INTERVAL_SECONDS", default=900.0)
 # Live health of connectors and upstreams (apps/connectors/health.py): judged over the last WINDOW
 # seconds of calls, requests and probes; down after DOWN_AFTER failures in a row (or nothing but
 # failures), degraded at DEGRADED_RATIO failed. Beat probes each target idle for PROBE seconds, one
@@ -302,6 +304,8 @@ CELERY_BEAT_SCHEDULE = {
     "upstream-requests-prune": {"task": "core.upstream_requests_prune", "schedule": 3600.0},
     # The dashboard's tool-call panel reads completed hours from their roll-up (apps/dashboard/models.py).
     "dashboard-tool-calls-roll-up": {"task": "dashboard.tool_calls_roll_up", "schedule": 60.0},
+    # Every MCP connector's tools/list, so renames and upstream changes are noticed without anyone.
+    "connectors-sync": {"task": "connectors.sync_all", "schedule": CONNECTORS_SYNC_INTERVAL_SECONDS},
     # Probes idle connectors and upstreams and stamps the worker heartbeat (apps/connectors/health.py).
     "health-probe": {"task": "dashboard.health_probe", "schedule": CORTEX_HEALTH_PROBE_SECONDS},
 }

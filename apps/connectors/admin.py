@@ -20,9 +20,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from apps.connectors.forms import ManifestApplyForm, ManifestUploadForm, RemoteToolForm, ToolAliasForm
-from apps.connectors.gateway import connector_sync, connector_test_connection
-from apps.connectors.manifest import dumps
-from apps.connectors.models import Connector, DriftState, RemoteTool, ToolAlias, ToolCall
+from apps.connectors.gateway import connector_sync, connector_test_connection, tool_changes_approve
+from apps.connectors.manifest import dumps, manifest_diff
+from apps.connectors.models import DRIFTED_STATES, Connector, ConnectorSync, RemoteTool, ToolAlias, ToolCall
 from apps.connectors.services import (
     CONNECTOR_SYNC_FIELDS,
     TOOL_SYNC_FIELDS,
@@ -40,7 +40,6 @@ from apps.core.admin_mixins import (
 )
 from apps.core.errors import ApplicationError, ValidationFailed
 
-DRIFTED_STATES = [DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED]
 MANIFEST_FILENAME = "connectors.manifest.json"
 
 
@@ -104,6 +103,29 @@ class RemoteToolInline(admin.TabularInline):
         return alias_links(tool)
 
 
+class ConnectorSyncInline(admin.TabularInline):
+    """The connector's syncs that found something or failed, newest first (records, never edited);
+    every sync is listed under "Connector syncs"."""
+
+    model = ConnectorSync
+    fields = ["started_at", "trigger", "ok", "upstream_tools", "findings", "duration_ms"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    ordering = ["-started_at"]
+    verbose_name_plural = "syncs that found drift or failed"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ConnectorSync]:
+        # Syncs with nothing to say (most of them: one every interval) would bury the few that matter.
+        queryset = super().get_queryset(request)
+        return queryset.filter(Q(ok=False) | Q(pk__in=ConnectorSync.objects.with_drift().values("pk")))
+
+    @admin.display(description="found")
+    def findings(self, sync: ConnectorSync) -> str:
+        return sync.findings()
+
+
 @admin.register(Connector)
 class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
     list_display = [
@@ -120,9 +142,9 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
     list_filter = ["transport", "enabled", HasDriftFilter]
     search_fields = ["slug", "name", "tools__name"]
     readonly_fields = [*CONNECTOR_SYNC_FIELDS, "created_at", "updated_at"]
-    inlines = [RemoteToolInline]
+    inlines = [RemoteToolInline, ConnectorSyncInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    actions = ["sync_tools", "test_connection", "export_manifest"]
+    actions = ["sync_tools", "approve_upstream_changes", "test_connection", "export_manifest"]
     fieldsets = [
         (None, {"fields": ["slug", "name", "version", "transport", "enabled", "position"]}),
         (
@@ -174,6 +196,13 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
             else:
                 self.message_user(request, f"{connector.slug}: {report.summary()}", level=messages.SUCCESS)
 
+    @admin.action(description="Approve the tools' upstream changes awaiting approval")
+    def approve_upstream_changes(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        tools = (
+            RemoteTool.objects.pending_approval().filter(connector__in=queryset).select_related("connector")
+        )
+        approve_pending(self, request, tools)
+
     @admin.action(description="Test connection")
     def test_connection(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
         for connector in queryset:
@@ -215,7 +244,7 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
         """Upload or paste → validate (every error with its path) → preview → apply."""
         if not self._can_import(request):
             raise PermissionDenied
-        context: dict[str, Any] = {"errors": [], "changes": None, "apply_form": None}
+        context: dict[str, Any] = {"errors": [], "changes": None, "diff": None, "apply_form": None}
         upload_form = ManifestUploadForm()
         if request.method == "POST" and "apply" in request.POST:
             apply_form = ManifestApplyForm(request.POST)
@@ -242,6 +271,7 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
                     context["errors"] = error.details.get("errors", [])
                 else:
                     context["changes"] = manifest_changes(data=data)
+                    context["diff"] = manifest_diff(registry_export(), data)  # old → new per field
                     context["apply_form"] = ManifestApplyForm(initial={"manifest": text})
         context.update(
             self.admin_site.each_context(request),
@@ -250,6 +280,21 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
             upload_form=upload_form,
         )
         return TemplateResponse(request, "admin/connectors/connector/import.html", context)
+
+
+def approve_pending(model_admin: admin.ModelAdmin, request: HttpRequest, tools: QuerySet[RemoteTool]) -> None:
+    """Approve each tool's held upstream change, saying which were approved and which had none."""
+    if not request.user.has_perm("connectors.change_remotetool"):
+        raise PermissionDenied
+    for tool in tools:
+        try:
+            changes = tool_changes_approve(tool=tool, actor=request.user.get_username())
+        except ApplicationError as error:
+            model_admin.message_user(request, error.message, level=messages.WARNING)
+        else:
+            model_admin.message_user(
+                request, f"{tool.name}: approved ({'; '.join(changes)}).", level=messages.SUCCESS
+            )
 
 
 class ToolAliasInline(admin.TabularInline):
@@ -261,8 +306,18 @@ class ToolAliasInline(admin.TabularInline):
 @admin.register(RemoteTool)
 class RemoteToolAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     form = RemoteToolForm
-    list_display = ["name", "connector", "upstream_name", "drift_state", "tags", "scopes", "alias_names"]
+    list_display = [
+        "name",
+        "connector",
+        "upstream_name",
+        "drift_state",
+        "pending_changes_text",
+        "tags",
+        "scopes",
+        "alias_names",
+    ]
     list_filter = ["drift", "connector"]
+    actions = ["approve_upstream_changes"]
     summary_fields = (SummaryField("drift", "Drift", warn=tuple(DRIFTED_STATES)),)
     list_select_related = ["connector"]
     search_fields = ["name", "upstream_name", "description", "aliases__name"]
@@ -271,7 +326,22 @@ class RemoteToolAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["connector", "name", "description", "tags", "scopes", "position"]}),
         ("Upstream", {"fields": ["upstream_name", "declared_input_schema"]}),
-        ("Last sync (read-only)", {"fields": TOOL_SYNC_FIELDS}),
+        (
+            "Last sync (read-only)",
+            {
+                "fields": [
+                    "drift",
+                    "last_seen_upstream_at",
+                    "upstream_description",
+                    "upstream_input_schema",
+                    "annotations",
+                ]
+            },
+        ),
+        (
+            "Upstream change awaiting approval (read-only; approve with the list's action)",
+            {"fields": ["pending_changes", "pending_since", "pending_description", "pending_input_schema"]},
+        ),
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RemoteTool]:
@@ -283,9 +353,42 @@ class RemoteToolAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
             return format_html("{} {}", warning_flag(True), tool.get_drift_display())
         return tool.get_drift_display()
 
+    @admin.display(description="awaiting approval")
+    def pending_changes_text(self, tool: RemoteTool) -> str:
+        return "; ".join(tool.pending_changes) or "—"
+
     @admin.display(description="aliases")
     def alias_names(self, tool: RemoteTool) -> str:
         return ", ".join(alias.name for alias in tool.aliases.all())
+
+    @admin.action(description="Approve upstream changes (description, input schema)")
+    def approve_upstream_changes(self, request: HttpRequest, queryset: QuerySet[RemoteTool]) -> None:
+        approve_pending(self, request, queryset.select_related("connector"))
+
+
+@admin.register(ConnectorSync)
+class ConnectorSyncAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
+    """Each sync and what it found: the registry's drift history (records, never edited)."""
+
+    list_display = ["started_at", "connector", "trigger", "ok", "upstream_tools", "findings", "duration_ms"]
+    list_filter = ["trigger", "ok", "connector"]
+    summary_fields = (SummaryField("trigger", "Trigger"),)
+    list_select_related = ["connector"]
+    search_fields = ["connector__slug", "error"]
+    date_hierarchy = "started_at"
+
+    @admin.display(description="found")
+    def findings(self, sync: ConnectorSync) -> str:
+        return sync.findings()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ConnectorSync | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ConnectorSync | None = None) -> bool:
+        return False
 
 
 @admin.register(ToolCall)

@@ -8,15 +8,23 @@ text, and records every call (row, metrics, event).
 ``connector_sync`` reads an MCP server's ``tools/list`` and records next to the
 operator's catalogue what the upstream calls each tool now, its description and
 input schema, and whether it drifted. It never touches names, tags, scopes or
-descriptions: those are the operator's.
+descriptions: those are the operator's. A changed upstream description or input
+schema of a known tool is held as pending until an operator approves it.
+
+The registry heals itself: a sync runs on a schedule (``connectors.sync_all``), on the
+next call after an upstream sent ``notifications/tools/list_changed``, and once when an
+upstream answers a call with "unknown tool", which is then retried once under the
+tool's new upstream name.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -24,15 +32,19 @@ from django.db import transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from redis.exceptions import LockError
 from referencing.exceptions import Unresolvable
 
 from apps.connectors import adapters, mcp_client, schema_refs
 from apps.connectors import metrics as gateway_metrics
+from apps.connectors.drift import upstream_changes
 from apps.connectors.models import (
     CallTransport,
     Connector,
+    ConnectorSync,
     DriftState,
     RemoteTool,
+    SyncTrigger,
     ToolCall,
     ToolCallStatus,
     Transport,
@@ -53,6 +65,7 @@ from apps.core.errors import (
 from apps.core.logging import current_correlation_id, get_logger
 from apps.core.models import ApiToken
 from apps.core.ratelimit import RateLimiter
+from apps.core.redis import get_redis
 from apps.core.services import event_emit, upstream_request_recorded
 
 logger = get_logger(__name__)
@@ -94,7 +107,10 @@ def tool_call(
             f"Tool '{tool.name}' belongs to connector '{connector.slug}', which is disabled.",
             details={"tool": tool.name, "connector": connector.slug},
         )
+    if connector.transport == Transport.MCP:
+        _resync_if_tools_changed(tool)
     upstream_name = tool.upstream_call_name
+    healing = _Healing()
     record = functools.partial(
         tool_call_record,
         tool=tool,
@@ -110,14 +126,16 @@ def tool_call(
         shaped = adapters.arguments_shaped(tool.name, arguments) if isinstance(arguments, dict) else None
         if shaped is None:
             _arguments_validate(tool, arguments)
-            result = _dispatch(tool, arguments)
-            _text_errors_raise(tool, upstream_name, result)
+            result = _dispatch(tool, arguments, healing)
+            _text_errors_raise(tool, tool.upstream_call_name, result)
         else:
-            result = _shaped_call(tool, upstream_name, shaped)
+            result = _shaped_call(tool, shaped, healing)
     except Exception as error:
-        record(error=error)
+        record(error=error, upstream_name=tool.upstream_call_name)
         raise
-    duration_ms = record()
+    # A call healed after a rename went out under the tool's new upstream name.
+    upstream_name = tool.upstream_call_name
+    duration_ms = record(upstream_name=upstream_name)
     return {
         "tool": tool.name,
         "upstreamTool": upstream_name,
@@ -127,7 +145,7 @@ def tool_call(
     }
 
 
-def _shaped_call(tool: RemoteTool, upstream_name: str, shaped: adapters.CallsShaped) -> dict[str, Any]:
+def _shaped_call(tool: RemoteTool, shaped: adapters.CallsShaped, healing: _Healing) -> dict[str, Any]:
     """Each call of a shaped call in order, every one's arguments checked before any is sent. A failure
     of any call fails the whole call (no partial answer); merged, the answer is every call's content in
     order plus ``results: [{<key>: ..., "result": ...}]``."""
@@ -135,8 +153,8 @@ def _shaped_call(tool: RemoteTool, upstream_name: str, shaped: adapters.CallsSha
         _arguments_validate(tool, arguments)
     results = []
     for _, arguments in shaped.calls:
-        result = _dispatch(tool, arguments)
-        _text_errors_raise(tool, upstream_name, result)
+        result = _dispatch(tool, arguments, healing)
+        _text_errors_raise(tool, tool.upstream_call_name, result)
         results.append(result)
     if not shaped.merged:
         return results[0]
@@ -230,14 +248,80 @@ def _connector_call(connector: Connector, upstream_name: str, arguments: dict[st
     with upstream_request_recorded(upstream=upstream, budget_per_hour=budget_per_hour) as tally:
         if limiter is not None:
             tally.waited_seconds = limiter.acquire(max_wait=mcp_client.connector_timeout(connector))
-        return mcp_client.call_tool(connector, upstream_name, arguments)
+        return mcp_client.call_tool(
+            connector,
+            upstream_name,
+            arguments,
+            on_tools_changed=functools.partial(tools_list_changed_observed, slug=connector.slug),
+        )
 
 
-def _dispatch(tool: RemoteTool, arguments: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class _Healing:
+    """One call's allowance of self-healing: a single sync and retry, however the call is shaped."""
+
+    attempted: bool = False
+
+
+# How MCP servers say a tool does not exist: FastMCP (the Wikidata server) answers a result with
+# isError and "Unknown tool: <name>"; the specification's example is JSON-RPC -32602 "Unknown tool".
+UNKNOWN_TOOL_RE = re.compile(r"\bunknown tool\b|\btool\b.{0,200}\bnot found\b", re.IGNORECASE)
+UNKNOWN_TOOL_CODES = (-32602, -32601)
+
+
+def _unknown_tool_result(result: Any) -> bool:
+    return (
+        isinstance(result, dict)
+        and bool(result.get("isError"))
+        and any(UNKNOWN_TOOL_RE.search(text) for text in _result_texts(result))
+    )
+
+
+def _unknown_tool_error(error: UpstreamError) -> bool:
+    return error.details.get("jsonrpcCode") in UNKNOWN_TOOL_CODES and bool(
+        UNKNOWN_TOOL_RE.search(error.message)
+    )
+
+
+def _healed(tool: RemoteTool, healing: _Healing) -> bool:
+    """After an "unknown tool" answer: sync the connector once, and say whether the tool now has
+    another upstream name to retry under. At most once per call, so a confused upstream cannot loop."""
+    if healing.attempted:
+        return False
+    healing.attempted = True
+    before = tool.upstream_call_name
+    logger.info("tool.unknown_upstream", tool=tool.name, connector=tool.connector.slug, upstream_tool=before)
+    try:
+        # Only a sync that listed the tools after this answer can know the new name.
+        connector_sync_once(slug=tool.connector.slug, trigger=SyncTrigger.UNKNOWN_TOOL, since=timezone.now())
+    except ApplicationError as error:
+        logger.warning("tool.heal_sync_failed", tool=tool.name, error=error.message)
+        return False
+    tool.refresh_from_db(fields=list(_SYNCED_TOOL_FIELDS))
+    if tool.drift == DriftState.MISSING_UPSTREAM or tool.upstream_call_name == before:
+        return False
+    logger.info("tool.renamed_upstream_retry", tool=tool.name, old=before, new=tool.upstream_call_name)
+    return True
+
+
+def _mcp_dispatch(tool: RemoteTool, arguments: dict[str, Any], healing: _Healing) -> dict[str, Any]:
+    connector = tool.connector
+    try:
+        result = _connector_call(connector, tool.upstream_call_name, arguments)
+    except UpstreamError as error:
+        if not (_unknown_tool_error(error) and _healed(tool, healing)):
+            raise
+        return _connector_call(connector, tool.upstream_call_name, arguments)
+    if _unknown_tool_result(result) and _healed(tool, healing):
+        return _connector_call(connector, tool.upstream_call_name, arguments)
+    return result
+
+
+def _dispatch(tool: RemoteTool, arguments: dict[str, Any], healing: _Healing) -> dict[str, Any]:
     connector = tool.connector
     if connector.transport == Transport.MCP:
         try:
-            return _connector_call(connector, tool.upstream_call_name, arguments)
+            return _mcp_dispatch(tool, arguments, healing)
         except UpstreamError as error:
             adapter = adapters.adapter_for(tool.name)
             if adapter is None or not _native_fallback_allowed(error):
@@ -405,25 +489,56 @@ def tool_call_record(
 
 # --- Sync ------------------------------------------------------------------------------
 
+# The fields a sync writes on a tool (re-read after a sync healed a call).
+_SYNCED_TOOL_FIELDS = (
+    "upstream_name",
+    "upstream_input_schema",
+    "upstream_description",
+    "annotations",
+    "drift",
+    "last_seen_upstream_at",
+    "pending_description",
+    "pending_input_schema",
+    "pending_changes",
+    "pending_since",
+)
+TOOLS_CHANGED_KEY = "cortex:connectors:tools-changed:{slug}"
+SYNC_LOCK_KEY = "cortex:connectors:sync-lock:{slug}"
+_DELETE_IF_EQUAL = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
+# Sync records older than this are pruned by the scheduled sync.
+SYNC_RECORDS_KEPT = timedelta(days=30)
+
 
 @dataclass
 class SyncReport:
-    """What a sync found: the canonical names in each state, and upstream tools nobody declared."""
+    """What a sync found: the canonical names in each state, and upstream tools nobody declared.
+
+    ``schema_changed`` and ``description_changed`` list the tools whose upstream change awaits an
+    operator's approval (held, not used); ``changed`` only those whose change is new this sync.
+    """
 
     connector: str
     upstream_tools: int = 0
     in_sync: list[str] = field(default_factory=list)
     schema_changed: list[str] = field(default_factory=list)
+    description_changed: list[str] = field(default_factory=list)
     missing_upstream: list[str] = field(default_factory=list)
     undeclared_upstream: list[str] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)  # canonical name → its new upstream name
+    changed: dict[str, list[str]] = field(default_factory=dict)  # canonical name → its changes, in words
     # canonical name → why its upstream input schema was not stored (a reference outside it)
     schema_refused: dict[str, str] = field(default_factory=dict)
 
     @property
     def drifted(self) -> bool:
         return bool(
-            self.schema_changed or self.missing_upstream or self.undeclared_upstream or self.schema_refused
+            self.schema_changed
+            or self.description_changed
+            or self.missing_upstream
+            or self.undeclared_upstream
+            or self.schema_refused
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -432,9 +547,11 @@ class SyncReport:
             "upstreamTools": self.upstream_tools,
             "inSync": self.in_sync,
             "schemaChanged": self.schema_changed,
+            "descriptionChanged": self.description_changed,
             "missingUpstream": self.missing_upstream,
             "undeclaredUpstream": self.undeclared_upstream,
             "renamed": self.renamed,
+            "changed": self.changed,
             "schemaRefused": self.schema_refused,
         }
 
@@ -442,19 +559,25 @@ class SyncReport:
         def part(label: str, names: list[str]) -> str:
             return f"{len(names)} {label}" + (f" ({', '.join(names)})" if names else "")
 
+        parts = [
+            part("in sync", self.in_sync),
+            part("schema changed", self.schema_changed),
+            part("missing upstream", self.missing_upstream),
+            part("undeclared upstream", self.undeclared_upstream),
+        ]
+        if self.description_changed:
+            parts.insert(2, part("description changed", self.description_changed))
         return (
             f"{self.connector}: {self.upstream_tools} upstream tools; "
-            + "; ".join(
-                [
-                    part("in sync", self.in_sync),
-                    part("schema changed", self.schema_changed),
-                    part("missing upstream", self.missing_upstream),
-                    part("undeclared upstream", self.undeclared_upstream),
-                ]
-            )
+            + "; ".join(parts)
             + (
                 f"; renamed upstream: {', '.join(f'{k} → {v}' for k, v in self.renamed.items())}"
                 if self.renamed
+                else ""
+            )
+            + (
+                f"; awaiting approval: {', '.join(self.schema_changed + self.description_changed)}"
+                if self.schema_changed or self.description_changed
                 else ""
             )
             + (f"; {self.refused_text()}" if self.schema_refused else "")
@@ -484,56 +607,117 @@ def _mcp_connector_get(slug: str, *, action: str) -> Connector:
     return connector
 
 
-def connector_sync(*, slug: str) -> SyncReport:
+def tools_list_changed_observed(*, slug: str) -> None:
+    """An upstream sent ``notifications/tools/list_changed``: its next call syncs first, and a
+    background sync is enqueued now (whichever runs first, the other finds the work done)."""
+    from apps.connectors.tasks import connector_sync_task  # the tasks module imports this one
+
+    observed = timezone.now()
+    get_redis().set(TOOLS_CHANGED_KEY.format(slug=slug), observed.isoformat())
+    logger.info("connectors.tools_list_changed", connector=slug)
+    transaction.on_commit(
+        lambda: connector_sync_task.delay(slug, SyncTrigger.LIST_CHANGED, observed.isoformat())
+    )
+
+
+def _resync_if_tools_changed(tool: RemoteTool) -> None:
+    """Before a call: sync the tool's connector if its upstream said its tools changed since the last
+    sync. A failed sync does not fail the call: it goes on with what the registry knows."""
+    slug = tool.connector.slug
+    observed = get_redis().get(TOOLS_CHANGED_KEY.format(slug=slug))
+    if observed is None:
+        return
+    since = datetime.fromisoformat(observed.decode() if isinstance(observed, bytes) else observed)
+    try:
+        connector_sync_once(slug=slug, trigger=SyncTrigger.LIST_CHANGED, since=since)
+    except ApplicationError as error:
+        logger.warning("connectors.list_changed_sync_failed", connector=slug, error=error.message)
+        return
+    tool.refresh_from_db(fields=list(_SYNCED_TOOL_FIELDS))
+
+
+def connector_sync_once(*, slug: str, trigger: str, since: datetime | None = None) -> SyncReport | None:
+    """``connector_sync``, one at a time per connector; with ``since``, only if no sync has listed
+    the upstream's tools since then (concurrent calls that met the same rename sync once).
+
+    Returns ``None`` when a sync since ``since`` made this one unnecessary.
+    """
+    connector = _mcp_connector_get(slug, action="sync")
+    wait = mcp_client.connector_timeout(connector)
+    lock = get_redis().lock(SYNC_LOCK_KEY.format(slug=slug), timeout=wait * 2 + 5, blocking_timeout=wait + 5)
+    acquired = lock.acquire()
+    try:
+        if since is not None:
+            connector.refresh_from_db(fields=["last_synced_at"])
+            if connector.last_synced_at is not None and connector.last_synced_at >= since:
+                return None
+        return connector_sync(slug=slug, trigger=trigger)
+    finally:
+        if acquired:
+            try:
+                lock.release()
+            except LockError:  # held past its timeout and taken over; nothing left to release
+                pass
+
+
+def connector_sync(*, slug: str, trigger: str = SyncTrigger.MANUAL) -> SyncReport:
     """Read an MCP connector's ``tools/list`` and record upstream names, schemas and drift.
 
     Each declared tool is matched by its current upstream name, then its aliases, then
-    its canonical name (each pass claiming upstream tools before the next looks).
+    its canonical name (each pass claiming upstream tools before the next looks), then, for
+    a tool seen before, by an unclaimed upstream tool with exactly its description and
+    input schema (a pure rename). A changed description or input schema of a tool seen
+    before is kept as pending, not used, until approved (``tool_changes_approve``); the
+    first sync of a tool trusts what it finds. Every sync is recorded (``ConnectorSync``).
     On failure the error is kept on the connector (``last_sync_error``) and re-raised.
     """
     connector = _mcp_connector_get(slug, action="sync")
+    # The time the upstream was asked: a notification or "unknown tool" answer before it is covered.
+    now = timezone.now()
+    started = time.perf_counter()
+    tools_changed_key = TOOLS_CHANGED_KEY.format(slug=slug)
+    tools_changed = get_redis().get(tools_changed_key)
     try:
         upstream = mcp_client.list_tools(connector)
     except UpstreamError as error:
         connector.last_sync_error = error.message
         connector.save(update_fields=["last_sync_error", "updated_at"])  # the signal refreshes caches
+        ConnectorSync.objects.create(
+            connector=connector,
+            trigger=trigger,
+            ok=False,
+            error=error.message,
+            started_at=now,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
         event_emit(name="connectors.sync_failed", payload={"connector": slug, "error": error.message})
         raise
 
     by_name = {entry["name"]: entry for entry in upstream if isinstance(entry.get("name"), str)}
     report = SyncReport(connector=slug, upstream_tools=len(by_name))
-    now = timezone.now()
     with transaction.atomic():
+        connector = Connector.objects.select_for_update().get(pk=connector.pk)
         tools = list(
             connector.tools.select_for_update().prefetch_related("aliases").order_by("position", "name")
         )
+        known_before = _upstream_names_known(connector, tools)
+        was_missing = {tool.pk for tool in tools if tool.drift == DriftState.MISSING_UPSTREAM}
         matches = _match_tools(tools, by_name)
+        removed = []
         for tool in tools:
             matched = matches.get(tool.pk)
             if matched is None:
                 tool.drift = DriftState.MISSING_UPSTREAM
                 tool.save(update_fields=["drift"])
                 report.missing_upstream.append(tool.name)
+                if tool.pk not in was_missing:
+                    removed.append(tool.name)
                 continue
-            entry = by_name[matched]
-            schema = _schema_synced(tool, entry.get("inputSchema"), report)
             if tool.upstream_call_name != matched:
                 report.renamed[tool.name] = matched
             tool.upstream_name = matched
-            tool.upstream_input_schema = schema
-            tool.upstream_description = entry.get("description") or ""
-            tool.annotations = entry.get("annotations") or {}
-            tool.last_seen_upstream_at = now
-            tool.save(
-                update_fields=[
-                    "upstream_name",
-                    "upstream_input_schema",
-                    "upstream_description",
-                    "annotations",
-                    "drift",
-                    "last_seen_upstream_at",
-                ]
-            )
+            _upstream_recorded(tool, by_name[matched], report, now)
+            tool.save(update_fields=list(_SYNCED_TOOL_FIELDS))
         report.undeclared_upstream = sorted(set(by_name) - set(matches.values()))
         connector.undeclared_upstream_tools = report.undeclared_upstream
         connector.last_synced_at = now
@@ -541,18 +725,51 @@ def connector_sync(*, slug: str) -> SyncReport:
         connector.save(
             update_fields=["undeclared_upstream_tools", "last_synced_at", "last_sync_error", "updated_at"]
         )
-        event_emit(name="connectors.synced", payload=report.as_dict())
-    logger.info("connectors.synced", **report.as_dict())
+        ConnectorSync.objects.create(
+            connector=connector,
+            trigger=trigger,
+            ok=True,
+            upstream_tools=report.upstream_tools,
+            # On a first sync everything is new; "added" is for what appears later.
+            added=sorted(set(by_name) - known_before - set(report.renamed.values())) if known_before else [],
+            removed=removed,
+            renamed=report.renamed,
+            changed=report.changed,
+            report=report.as_dict(),
+            started_at=now,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        event_emit(name="connectors.synced", payload={**report.as_dict(), "trigger": trigger})
+    if tools_changed is not None:
+        # This sync listed the tools after that notification; a newer one still asks for another.
+        get_redis().eval(_DELETE_IF_EQUAL, 1, tools_changed_key, tools_changed)
+    logger.info("connectors.synced", trigger=trigger, **report.as_dict())
     return report
 
 
-def _schema_synced(tool: RemoteTool, schema: Any, report: SyncReport) -> Any:
-    """The upstream input schema to keep for ``tool``, its drift state set and reported.
+def _upstream_names_known(connector: Connector, tools: list[RemoteTool]) -> set[str]:
+    """The upstream names the previous sync saw (empty before the first sync)."""
+    if connector.last_synced_at is None:
+        return set()
+    seen = {
+        tool.upstream_call_name
+        for tool in tools
+        if tool.last_seen_upstream_at is not None and tool.drift != DriftState.MISSING_UPSTREAM
+    }
+    return seen | set(connector.undeclared_upstream_tools)
 
-    A schema with a reference outside itself is refused: the previous one is kept (the upstream's
+
+def _upstream_recorded(tool: RemoteTool, entry: dict[str, Any], report: SyncReport, now: datetime) -> None:
+    """Record the upstream's description, schema and annotations on ``tool``, holding changes.
+
+    A schema with a reference outside itself is refused: the approved one is kept (the upstream's
     is never stored, so never validated against) and the tool counts as changed upstream.
     """
-    previous = tool.upstream_input_schema
+    description = entry.get("description") or ""
+    schema = entry.get("inputSchema")
+    tool.annotations = entry.get("annotations") or {}
+    first_sight = tool.last_seen_upstream_at is None
+    tool.last_seen_upstream_at = now
     refusal = schema_refs.schema_refusal(schema)
     if refusal:
         logger.warning(
@@ -560,14 +777,97 @@ def _schema_synced(tool: RemoteTool, schema: Any, report: SyncReport) -> Any:
         )
         tool.drift = DriftState.SCHEMA_CHANGED
         report.schema_refused[tool.name] = refusal
-        return previous
-    if previous is not None and previous != schema:
+        return
+    if first_sight:  # nothing approved yet to compare with: trusted on first use
+        tool.upstream_description, tool.upstream_input_schema = description, schema
+    changes = upstream_changes(
+        old_description=tool.upstream_description,
+        new_description=description,
+        old_schema=tool.upstream_input_schema,
+        new_schema=schema,
+    )
+    if not changes:  # in sync (again: an upstream that reverted needs no approval)
+        _pending_cleared(tool)
+        tool.drift = DriftState.IN_SYNC
+        report.in_sync.append(tool.name)
+        return
+    if tool.pending_since is None or (tool.pending_description, tool.pending_input_schema) != (
+        description,
+        schema,
+    ):
+        tool.pending_since = now
+        report.changed[tool.name] = changes
+    tool.pending_description, tool.pending_input_schema, tool.pending_changes = description, schema, changes
+    if schema != tool.upstream_input_schema:
         tool.drift = DriftState.SCHEMA_CHANGED
         report.schema_changed.append(tool.name)
     else:
-        tool.drift = DriftState.IN_SYNC
-        report.in_sync.append(tool.name)
-    return schema
+        tool.drift = DriftState.DESCRIPTION_CHANGED
+        report.description_changed.append(tool.name)
+
+
+def _pending_cleared(tool: RemoteTool) -> None:
+    tool.pending_description, tool.pending_input_schema = "", None
+    tool.pending_changes, tool.pending_since = [], None
+
+
+@transaction.atomic
+def tool_changes_approve(*, tool: RemoteTool, actor: str) -> list[str]:
+    """Trust a tool's pending upstream description and input schema from now on; the changes approved.
+
+    Raises ``Conflict`` when nothing is pending (approved meanwhile, or the upstream reverted).
+    """
+    tool = RemoteTool.objects.select_for_update().get(pk=tool.pk)
+    if tool.pending_since is None:
+        raise Conflict(
+            f"Tool '{tool.name}' has no upstream change awaiting approval.", details={"tool": tool.name}
+        )
+    approved = list(tool.pending_changes)
+    tool.upstream_description, tool.upstream_input_schema = (
+        tool.pending_description,
+        tool.pending_input_schema,
+    )
+    _pending_cleared(tool)
+    tool.drift = DriftState.IN_SYNC
+    tool.save(update_fields=list(_SYNCED_TOOL_FIELDS))
+    event_emit(
+        name="connectors.tool_changes_approved",
+        payload={"tool": tool.name, "connector": tool.connector.slug, "changes": approved, "actor": actor},
+    )
+    logger.info("connectors.tool_changes_approved", tool=tool.name, changes=approved, actor=actor)
+    return approved
+
+
+def connectors_sync_scheduled() -> dict[str, str]:
+    """Sync every enabled MCP connector (Celery beat, every ``CONNECTORS_SYNC_INTERVAL_SECONDS``).
+
+    One connector's failure (recorded on it and in its sync history) does not stop the others.
+    Returns connector id → ``"ok"`` or the error. Also prunes sync records past their keep.
+    """
+    outcome: dict[str, str] = {}
+    slugs = (
+        Connector.objects.enabled()
+        .switched_on()
+        .filter(transport=Transport.MCP)
+        .values_list("slug", flat=True)
+    )
+    for slug in slugs:
+        try:
+            connector_sync_once(slug=slug, trigger=SyncTrigger.SCHEDULE)
+        except ApplicationError as error:
+            outcome[slug] = error.message
+        else:
+            outcome[slug] = "ok"
+    ConnectorSync.objects.filter(started_at__lt=timezone.now() - SYNC_RECORDS_KEPT).delete()
+    return outcome
+
+
+def _signature(tool_or_entry: Any) -> tuple[str, str]:
+    if isinstance(tool_or_entry, RemoteTool):
+        description, schema = tool_or_entry.upstream_description, tool_or_entry.upstream_input_schema
+    else:
+        description, schema = tool_or_entry.get("description") or "", tool_or_entry.get("inputSchema")
+    return description, json.dumps(schema, sort_keys=True)
 
 
 def _match_tools(tools: list[RemoteTool], upstream: dict[str, dict[str, Any]]) -> dict[int, str]:
@@ -592,7 +892,35 @@ def _match_tools(tools: list[RemoteTool], upstream: dict[str, dict[str, Any]]) -
             if found is not None:
                 matches[tool.pk] = found
                 claimed.add(found)
+    _match_renamed(tools, upstream, matches, claimed)
     return matches
+
+
+def _match_renamed(
+    tools: list[RemoteTool], upstream: dict[str, dict[str, Any]], matches: dict[int, str], claimed: set[str]
+) -> None:
+    """A pure rename under a name nobody declared: the one unclaimed upstream tool with exactly the
+    approved description and input schema of exactly one unmatched tool seen before. Anything less
+    certain stays missing (and undeclared) for an operator to alias."""
+    unmatched = [
+        tool
+        for tool in tools
+        if tool.pk not in matches
+        and tool.last_seen_upstream_at is not None
+        and (tool.upstream_description or tool.upstream_input_schema)
+    ]
+    by_signature: dict[tuple[str, str], list[RemoteTool]] = {}
+    for tool in unmatched:
+        by_signature.setdefault(_signature(tool), []).append(tool)
+    offered: dict[tuple[str, str], list[str]] = {}
+    for name, entry in upstream.items():
+        if name not in claimed:
+            offered.setdefault(_signature(entry), []).append(name)
+    for signature, owners in by_signature.items():
+        names = offered.get(signature, [])
+        if len(owners) == 1 and len(names) == 1:
+            matches[owners[0].pk] = names[0]
+            claimed.add(names[0])
 
 
 def connector_test_connection(*, slug: str) -> dict[str, Any]:

@@ -8,6 +8,11 @@ both generations of the Wikidata MCP server work unchanged.
 The service code is synchronous (Django views in threads, Celery tasks), so the
 public functions run the async client on an event loop of their own.
 
+Listening for ``notifications/tools/list_changed``: with one connection per call there is no
+long-lived session to listen on (and a stateless server, like the current Wikidata one, has no
+standalone stream at all), so a notification can only arrive on the stream of a request CortexWeb
+made. Each session watches for it and reports it through ``on_tools_changed``, after the request.
+
 Every failure leaves here as :class:`~apps.core.errors.UpstreamError`: timeouts,
 connection errors and HTTP 429/5xx are retryable; other 4xx, JSON-RPC errors and
 malformed replies are terminal.
@@ -101,7 +106,20 @@ def _http_client(connector: Connector, trace: _HttpTrace) -> httpx2.AsyncClient:
     )
 
 
-async def _with_session(connector: Connector, work: Callable[[Client], Awaitable[T]]) -> T:
+class _ToolsChangedWatch:
+    """Notes a ``notifications/tools/list_changed`` sent on the session's streams."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.seen = True
+
+
+async def _with_session(
+    connector: Connector, work: Callable[[Client], Awaitable[T]], tools_changed: _ToolsChangedWatch
+) -> T:
     trace = _HttpTrace()
     timeout = connector_timeout(connector)
     url = connector_endpoint(connector)
@@ -118,6 +136,7 @@ async def _with_session(connector: Connector, work: Callable[[Client], Awaitable
                     cache=None,
                     read_timeout_seconds=timeout,
                     client_info=CLIENT_INFO,
+                    message_handler=tools_changed,
                 ) as client:
                     return await work(client)
     except Exception as error:  # every failure is classified below
@@ -202,11 +221,28 @@ def _run(coroutine_factory: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(asyncio.run, coroutine_factory()).result()  # type: ignore[arg-type]
 
 
+def _in_session(
+    connector: Connector,
+    work: Callable[[Client], Awaitable[T]],
+    on_tools_changed: Callable[[], None] | None,
+) -> T:
+    """``work`` in a session of its own; ``on_tools_changed`` runs afterwards (failed or not) when the
+    upstream said its tool list changed."""
+    tools_changed = _ToolsChangedWatch()
+    try:
+        return _run(lambda: _with_session(connector, work, tools_changed))
+    finally:
+        if tools_changed.seen and on_tools_changed is not None:
+            on_tools_changed()
+
+
 def _tool_as_dict(tool: mcp_types.Tool) -> dict[str, Any]:
     return tool.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-def list_tools(connector: Connector) -> list[dict[str, Any]]:
+def list_tools(
+    connector: Connector, *, on_tools_changed: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
     """The upstream's ``tools/list`` (all pages), each tool as JSON (name, description, inputSchema...)."""
 
     async def work(client: Client) -> list[dict[str, Any]]:
@@ -220,10 +256,16 @@ def list_tools(connector: Connector) -> list[dict[str, Any]]:
                 break
         return tools
 
-    return _run(lambda: _with_session(connector, work))
+    return _in_session(connector, work, on_tools_changed)
 
 
-def call_tool(connector: Connector, upstream_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def call_tool(
+    connector: Connector,
+    upstream_name: str,
+    arguments: dict[str, Any],
+    *,
+    on_tools_changed: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """``tools/call`` of ``upstream_name``; the result as JSON (content, structuredContent, isError)."""
 
     async def work(client: Client) -> dict[str, Any]:
@@ -240,7 +282,7 @@ def call_tool(connector: Connector, upstream_name: str, arguments: dict[str, Any
             "isError": bool(result.is_error),
         }
 
-    return _run(lambda: _with_session(connector, work))
+    return _in_session(connector, work, on_tools_changed)
 
 
 def ping(connector: Connector) -> tuple[int, float]:

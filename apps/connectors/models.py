@@ -68,7 +68,12 @@ class DriftState(models.TextChoices):
     UNSYNCED = "unsynced", "Not synced yet"
     IN_SYNC = "in_sync", "In sync"
     MISSING_UPSTREAM = "missing_upstream", "Declared but missing upstream"
-    SCHEMA_CHANGED = "schema_changed", "Input schema changed upstream"
+    SCHEMA_CHANGED = "schema_changed", "Input schema changed upstream (awaiting approval)"
+    DESCRIPTION_CHANGED = "description_changed", "Description changed upstream (awaiting approval)"
+
+
+# Drift an operator should look at: a tool gone upstream, or an upstream change not yet approved.
+DRIFTED_STATES = (DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED, DriftState.DESCRIPTION_CHANGED)
 
 
 def connectors_switched_off() -> tuple[str, ...]:
@@ -169,7 +174,11 @@ class RemoteToolQuerySet(models.QuerySet["RemoteTool"]):
         )
 
     def drifted(self) -> RemoteToolQuerySet:
-        return self.filter(drift__in=[DriftState.MISSING_UPSTREAM, DriftState.SCHEMA_CHANGED])
+        return self.filter(drift__in=DRIFTED_STATES)
+
+    def pending_approval(self) -> RemoteToolQuerySet:
+        """Tools whose upstream changed description or input schema, held until an operator approves."""
+        return self.filter(pending_since__isnull=False)
 
 
 class RemoteTool(models.Model):
@@ -194,6 +203,15 @@ class RemoteTool(models.Model):
     upstream_description = models.TextField(blank=True)
     drift = models.CharField(max_length=20, choices=DriftState.choices, default=DriftState.UNSYNCED)
     last_seen_upstream_at = models.DateTimeField(null=True, blank=True)
+    # The rug-pull guard: once a tool has been seen upstream, a changed description or input schema is
+    # kept here, untrusted, until an operator approves it; calls and listings keep the approved
+    # ``upstream_*`` values meanwhile.
+    pending_description = models.TextField(blank=True)
+    pending_input_schema = models.JSONField(null=True, blank=True)
+    pending_changes = models.JSONField(
+        default=list, blank=True, help_text="What changed upstream and is awaiting approval, in words."
+    )
+    pending_since = models.DateTimeField(null=True, blank=True)
 
     objects = RemoteToolQuerySet.as_manager()
 
@@ -222,6 +240,78 @@ class RemoteTool(models.Model):
     def input_schema(self) -> dict | None:
         """What arguments are checked against: the upstream's own schema once synced."""
         return self.upstream_input_schema or self.declared_input_schema
+
+
+class SyncTrigger(models.TextChoices):
+    """Why a sync ran."""
+
+    SCHEDULE = "schedule", "Schedule (Celery beat)"
+    LIST_CHANGED = "list_changed", "Upstream sent tools/list_changed"
+    UNKNOWN_TOOL = "unknown_tool", "Upstream answered 'unknown tool'"
+    MANUAL = "manual", "Operator (command, admin or API)"
+
+
+class ConnectorSyncQuerySet(models.QuerySet["ConnectorSync"]):
+    def with_drift(self) -> ConnectorSyncQuerySet:
+        """Syncs that found something: a tool added, removed, renamed or changed upstream."""
+        return self.exclude(added=[], removed=[], renamed={}, changed={})
+
+
+class ConnectorSync(models.Model):
+    """One sync of a connector's tools and what it found compared with the sync before it."""
+
+    connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="syncs")
+    trigger = models.CharField(max_length=20, choices=SyncTrigger.choices)
+    ok = models.BooleanField()
+    error = models.TextField(blank=True)
+    upstream_tools = models.PositiveIntegerField(default=0)
+    added = ArrayField(
+        models.CharField(max_length=200), default=list, blank=True, help_text="Upstream names new this sync."
+    )
+    removed = ArrayField(
+        models.CharField(max_length=64),
+        default=list,
+        blank=True,
+        help_text="Declared tools that went missing upstream this sync.",
+    )
+    renamed = models.JSONField(default=dict, blank=True, help_text="Canonical name → its new upstream name.")
+    changed = models.JSONField(
+        default=dict, blank=True, help_text="Canonical name → what changed upstream (held for approval)."
+    )
+    report = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField(default=0)
+
+    objects = ConnectorSyncQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["connector", "-started_at"], name="connectorsync_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.connector} {self.started_at:%Y-%m-%d %H:%M:%S} ({self.trigger})"
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.added or self.removed or self.renamed or self.changed)
+
+    def findings(self) -> str:
+        """What this sync found, in a line (the admin and the dashboard show it)."""
+        parts = []
+        if self.added:
+            parts.append(f"added: {', '.join(self.added)}")
+        if self.removed:
+            parts.append(f"removed: {', '.join(self.removed)}")
+        if self.renamed:
+            parts.append("renamed: " + ", ".join(f"{name} → {new}" for name, new in self.renamed.items()))
+        if self.changed:
+            parts.append(
+                "changed (awaiting approval): "
+                + "; ".join(f"{name}: {', '.join(changes)}" for name, changes in self.changed.items())
+            )
+        if not self.ok:
+            parts.append(f"failed: {self.error}")
+        return " · ".join(parts) or "no change"
 
 
 class ToolAlias(models.Model):

@@ -325,6 +325,11 @@ TOOL_SYNC_FIELDS = (
     "upstream_description",
     "upstream_input_schema",
     "annotations",
+    # The rug-pull guard's held change (approved in the admin, never written through the API).
+    "pending_changes",
+    "pending_description",
+    "pending_input_schema",
+    "pending_since",
 )
 TOOL_WRITABLE_FIELDS = (
     "connector",

@@ -19,6 +19,7 @@ def connectors_panel(now: datetime | None = None) -> dict[str, Any]:
     series = [
         Series("in_sync", "in sync", OK),
         Series("schema_changed", "schema changed upstream", WARN),
+        Series("description_changed", "description changed upstream", WARN),
         Series("missing_upstream", "missing upstream", ERROR),
         Series("unsynced", "not synced yet", MUTED),
     ]
@@ -34,7 +35,7 @@ def connectors_panel(now: datetime | None = None) -> dict[str, Any]:
         series=series,
         title="Tools per connector by drift state",
     )
-    return {"rows": rows, "chart": chart}
+    return {"rows": rows, "chart": chart, "drift": selectors.connector_drift()}
 
 
 def _percent(value: float) -> str:

@@ -24,7 +24,15 @@ from apps.arxiv.models import SearchRun
 from apps.arxiv.services import LIMITER_NAME as ARXIV_UPSTREAM
 from apps.arxiv.services import arxiv_limiter
 from apps.connectors.gateway import connector_upstream
-from apps.connectors.models import Connector, DriftState, ToolCall, ToolCallStatus, Transport
+from apps.connectors.models import (
+    Connector,
+    ConnectorSync,
+    DriftState,
+    RemoteTool,
+    ToolCall,
+    ToolCallStatus,
+    Transport,
+)
 from apps.core.models import RunStatus, UpstreamOutcome, UpstreamRequest
 from apps.dashboard import latency, services
 from apps.dashboard.models import ToolCallSlot, ToolLatencyWindow
@@ -58,10 +66,11 @@ class ConnectorHealth:
     missing_upstream: int
     unsynced: int
     undeclared: int  # found upstream at the last sync, not declared
+    description_changed: int = 0  # held for an operator's approval, like a changed schema
 
     @property
     def drifted(self) -> int:
-        return self.schema_changed + self.missing_upstream
+        return self.schema_changed + self.description_changed + self.missing_upstream
 
     @property
     def tools(self) -> int:
@@ -77,6 +86,7 @@ def connector_health() -> list[ConnectorHealth]:
     rows = Connector.objects.annotate(
         in_sync=tools_in(DriftState.IN_SYNC),
         schema_changed=tools_in(DriftState.SCHEMA_CHANGED),
+        description_changed=tools_in(DriftState.DESCRIPTION_CHANGED),
         missing_upstream=tools_in(DriftState.MISSING_UPSTREAM),
         unsynced=tools_in(DriftState.UNSYNCED),
     ).order_by("position", "slug")
@@ -93,9 +103,26 @@ def connector_health() -> list[ConnectorHealth]:
             missing_upstream=row.missing_upstream,
             unsynced=row.unsynced,
             undeclared=len(row.undeclared_upstream_tools),
+            description_changed=row.description_changed,
         )
         for row in rows
     ]
+
+
+@dataclass(frozen=True)
+class ConnectorDrift:
+    """What an operator should look at: upstream changes awaiting approval, and the last syncs that
+    found something (added, removed, renamed or changed tools)."""
+
+    pending: list[RemoteTool]
+    recent: list[ConnectorSync]
+
+
+def connector_drift(*, limit: int = 5) -> ConnectorDrift:
+    """Two queries: the tools awaiting approval (oldest first) and the ``limit`` latest drifted syncs."""
+    pending = RemoteTool.objects.pending_approval().select_related("connector").order_by("pending_since")
+    recent = ConnectorSync.objects.with_drift().select_related("connector").order_by("-started_at")
+    return ConnectorDrift(pending=list(pending[:limit]), recent=list(recent[:limit]))
 
 
 # --- Upstream budget use ------------------------------------------------------------------------

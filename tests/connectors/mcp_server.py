@@ -10,7 +10,11 @@ Switches for tests: ``stateless`` (the current server) or stateful (older server
 ``mcp-session-id``), ``unavailable`` (every tool answers the outage text),
 ``fail_status`` (every HTTP request answers that status), ``delay`` (seconds
 before each tool answers), and ``rename_tool`` /
-``remove_tool`` / ``set_input_schema`` to make the next sync see drift.
+``remove_tool`` / ``set_input_schema`` / ``set_description`` to make the next sync see drift.
+``after_next_call`` changes the server while it runs (between two calls, nobody running a command),
+``notify_tools_changed`` sends ``notifications/tools/list_changed`` on each call's response stream,
+``unknown_as_jsonrpc_error`` answers an unknown tool with JSON-RPC -32602 instead of a result, and
+``unknown_even_if_listed`` names tools it lists but answers "Unknown tool" for (a confused upstream).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ import mcp_types as types
 import pytest
 import uvicorn
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
 from apps.core.ratelimit import RateLimiter
@@ -149,6 +154,10 @@ class FakeWikidataMCP:
         self.unavailable = False
         self.fail_status: int | None = None
         self.delay = 0.0
+        self.after_next_call: Callable[[], None] | None = None
+        self.notify_tools_changed = False
+        self.unknown_as_jsonrpc_error = False
+        self.unknown_even_if_listed: set[str] = set()
         self.requests.clear()
         self.calls.clear()
 
@@ -156,6 +165,9 @@ class FakeWikidataMCP:
         """The upstream renames a tool; it still runs the same code."""
         self._tool(old)["name"] = new
         self.implementation[new] = self.implementation.pop(old)
+
+    def set_description(self, name: str, description: str) -> None:
+        self._tool(name)["description"] = description
 
     def remove_tool(self, name: str) -> None:
         self.tools.remove(self._tool(name))
@@ -186,7 +198,9 @@ class FakeWikidataMCP:
         arguments = dict(params.arguments or {})
         self.calls.append((params.name, arguments))
         listed = next((tool for tool in self.tools if tool["name"] == params.name), None)
-        if listed is None:
+        if listed is None or params.name in self.unknown_even_if_listed:
+            if self.unknown_as_jsonrpc_error:  # the specification's example answer
+                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
             return _text_result(f"Unknown tool: {params.name}", is_error=True)
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(listed["inputSchema"]).iter_errors(arguments)
@@ -197,7 +211,16 @@ class FakeWikidataMCP:
             await anyio.sleep(self.delay)
         if self.unavailable:
             return _text_result(UNAVAILABLE)
-        return _text_result(canned_answer(self.implementation[params.name], arguments))
+        answer = _text_result(canned_answer(self.implementation[params.name], arguments))
+        if self.after_next_call is not None:  # e.g. redeployed with a renamed tool after this call
+            change, self.after_next_call = self.after_next_call, None
+            change()
+        if self.notify_tools_changed:
+            # On this request's own stream: a stateless server has no other to send it on.
+            await ctx.session.send_notification(
+                types.ToolListChangedNotification(), related_request_id=ctx.request_id
+            )
+        return answer
 
     # --- HTTP ---
 

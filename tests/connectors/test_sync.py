@@ -47,9 +47,11 @@ def test_sync_records_upstream_names_descriptions_and_schemas(wikidata_mcp, sett
         "upstreamTools": 6,
         "inSync": sorted(DECLARED, key=lambda name: list(DECLARED).index(name)),
         "schemaChanged": [],
+        "descriptionChanged": [],
         "missingUpstream": [],
         "undeclaredUpstream": ["get_statement_values"],
         "renamed": {},
+        "changed": {},
         "schemaRefused": {},
     }
     assert report.summary() == (
@@ -72,7 +74,7 @@ def test_sync_records_upstream_names_descriptions_and_schemas(wikidata_mcp, sett
     assert connector.last_synced_at is not None
     assert connector.last_sync_error == ""
     event = Event.objects.get(name="connectors.synced")
-    assert event.payload == report.as_dict()
+    assert event.payload == {**report.as_dict(), "trigger": "manual"}
 
     # The SDK's session handling: a stateful server's id is echoed on every later request; none otherwise.
     methods = [request["method"] for request in wikidata_mcp.requests]
@@ -117,7 +119,13 @@ def test_sync_flags_missing_changed_and_undeclared_tools_and_follows_renames(wik
     assert tools["wikidata.sparql"].drift == DriftState.MISSING_UPSTREAM
     assert tools["wikidata.sparql"].upstream_name == "execute_sparql"  # the last name it had
     assert tools["wikidata.get_hierarchy"].drift == DriftState.SCHEMA_CHANGED
-    assert tools["wikidata.get_hierarchy"].upstream_input_schema == new_schema
+    # The rug-pull guard: the changed schema is held, the approved one still in use.
+    assert (
+        tools["wikidata.get_hierarchy"].upstream_input_schema
+        == UPSTREAM["get_instance_and_subclass_hierarchy"]["inputSchema"]
+    )
+    assert tools["wikidata.get_hierarchy"].pending_input_schema == new_schema
+    assert tools["wikidata.get_hierarchy"].pending_changes == ["input schema widened: new arguments: depth"]
     assert tools["wikidata.vector_search_items"].drift == DriftState.IN_SYNC
     assert tools["wikidata.vector_search_items"].upstream_name == "vector_search_items"
     assert sorted(tool.name for tool in RemoteTool.objects.drifted()) == [
@@ -130,8 +138,10 @@ def test_sync_flags_missing_changed_and_undeclared_tools_and_follows_renames(wik
     ]
     assert _catalogue() == catalogue  # names, descriptions, tags, scopes untouched
 
-    # The next sync with the same schema is in sync again: drift compares with the previous sync.
-    assert connector_sync(slug="wikidata").schema_changed == []
+    # Held until approved: the next sync with the same schema still reports it, as nothing new.
+    again = connector_sync(slug="wikidata")
+    assert again.schema_changed == ["wikidata.get_hierarchy"]
+    assert again.changed == {}
 
 
 def test_sync_command_prints_the_summary(wikidata_mcp) -> None:

@@ -37,11 +37,12 @@ def test_staff_see_every_panel_with_its_chart_and_table(
 ) -> None:
     monkeypatch.setattr(selectors, "_now", lambda now: NOW)  # the history's "now"
     client = role_client()
-    # The session and user (2), then the panels' selectors: connectors 1, upstream budget 2 (the
+    # The session and user (2), then the panels' selectors: connectors 3 (health, the tools awaiting
+    # approval, the latest drifted syncs), upstream budget 2 (the
     # hour's requests, the MCP connectors), tool calls 5 (the roll-up's watermark, its slots, its
     # latency window, the calls after it per hour and per tool), fact runs 1, verdicts 2, errors 5
     # (the watermark, tool calls rolled up and not, fact runs, arXiv runs).
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(20):
         response = client.get("/")
     page = response.content.decode()
     for slug in PANELS:
