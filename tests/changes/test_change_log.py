@@ -306,3 +306,73 @@ def _tool_form(tool: RemoteTool, *, description: str, aliases: list[str]) -> dic
         data[f"aliases-{index}-name"] = alias
         data[f"aliases-{index}-tool"] = str(tool.pk)
     return data
+
+
+def test_reviews_and_proposal_decisions_are_logged_but_not_the_rows_agents_create(make_token) -> None:
+    from apps.grounding.models import ReviewStatus, Verdict, Verification
+    from apps.grounding.services import verification_review
+    from apps.ontology.models import OntologyProposal
+    from apps.ontology.proposals import proposal_reject
+
+    token, _ = make_token("write")
+    verification = Verification.objects.create(
+        claim="Passwords should be hashed with MD5.",
+        verdict=Verdict.UNVERIFIED,
+        confidence=0.4,
+        latency_ms=1.0,
+        review_status=ReviewStatus.PENDING,
+    )
+    proposal = OntologyProposal.objects.create(
+        action="create", target_iri="https://example.org/cw#Passphrase", proposal={"label": "Passphrase"},
+        token=token, consistent=True, quality_score=0.6, markdown_preview="# Passphrase", base_version=1,
+    )  # fmt: skip
+    assert not LogEntry.objects.filter(content_type__model__in=["verification", "ontologyproposal"]).exists()
+    reviewer = make_user("reviewer")
+    verification_review(
+        verification=verification,
+        reviewer=reviewer,
+        action="reject",
+        verdict=Verdict.CONTRADICTED,
+        note="MD5",
+    )
+    proposal_reject(proposal_id=proposal.pk, reviewer=reviewer, note="Not a class of its own.")
+
+    review = LogEntry.objects.get(content_type__model="verification")
+    assert review.action == LogEntry.Action.UPDATE
+    assert set(review.changes) == {
+        "review_status",
+        "reviewed_verdict",
+        "reviewer",
+        "reviewed_at",
+        "review_note",
+    }
+    assert review.changes["review_status"] == ["pending", "rejected"]
+    assert review.changes["reviewed_verdict"] == ["", "contradicted"]
+    assert review.changes["reviewer"] == [None, "reviewer"]
+    decision = LogEntry.objects.get(content_type__model="ontologyproposal")
+    assert decision.changes["status"] == ["staged", "rejected"]
+    assert decision.changes["review_note"] == ["", "Not a class of its own."]
+
+
+def test_a_settings_change_through_the_admin_names_the_user_and_each_field() -> None:
+    from apps.memory.models import MemorySettings
+
+    settings_row = MemorySettings.current()
+    operator = User.objects.create_superuser("tuner", password="pw")
+    client = Client()
+    client.force_login(operator)
+    page = client.get(f"/admin/memory/memorysettings/{settings_row.pk}/change/")
+    form = page.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {name: "" if value is None else value for name, value in data.items()}
+    data["decay_rate"] = "0.2"
+    data["relevance_threshold"] = "0.4"
+    response = client.post(f"/admin/memory/memorysettings/{settings_row.pk}/change/", data)
+    assert response.status_code == 302
+    # The row's creation with the defaults came first; the operator's change is one entry.
+    [entry] = LogEntry.objects.filter(content_type__model="memorysettings", action=LogEntry.Action.UPDATE)
+    assert entry.actor == operator
+    assert entry.changes == {
+        "decay_rate": [settings_row.decay_rate, 0.2],
+        "relevance_threshold": [settings_row.relevance_threshold, 0.4],
+    }
