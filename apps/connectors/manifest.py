@@ -90,15 +90,33 @@ def _json_path(parts: Any) -> str:
 
 
 def validate_manifest(data: Any) -> list[ManifestError]:
-    """Every schema and consistency error, in document order; empty when the manifest is good."""
-    validator = manifest_validator()
-    if not validator.is_valid(data):
-        errors = [
+    """Every error in one round, grouped by connector and tool in document order: the schema's, then
+    the checks beyond it (endpoints refused, duplicate names, bad patterns) on whatever parts are well
+    formed, so an operator never fixes a schema error only to meet a loopback endpoint or a duplicate
+    next time."""
+    schema_errors = sorted(
+        (
             ManifestError(_json_path(error.instance_path), _schema_message(error))
-            for error in validator.iter_errors(data)
-        ]
-        return sorted(errors, key=lambda error: _path_key(error.path))
-    return _consistency_errors(data["connectors"])  # these assume the shape is right
+            for error in manifest_validator().iter_errors(data)
+        ),
+        key=lambda error: _path_key(error.path),
+    )
+    connectors = data.get("connectors") if isinstance(data, dict) else None
+    reported = {error.path for error in schema_errors}  # a value the schema refused is not judged twice
+    checks = [
+        error
+        for error in (_consistency_errors(connectors) if isinstance(connectors, list) else [])
+        if error.path not in reported
+    ]
+    return sorted(schema_errors + checks, key=lambda error: _group_key(error.path))
+
+
+def _group_key(path: str) -> tuple[int, int]:
+    # The part an error belongs to: the manifest (-1), a connector's own fields (tool -1), or a tool.
+    found = re.match(r"\$\.connectors\[(\d+)\](?:\.remoteTools\[(\d+)\])?", path)
+    if not found:
+        return (-1, -1)
+    return (int(found[1]), int(found[2]) if found[2] is not None else -1)
 
 
 def _path_key(path: str) -> list[tuple[int, int | str]]:
@@ -120,23 +138,43 @@ def _schema_message(error: jsonschema_rs.ValidationError) -> str:
     return error.message
 
 
-def _consistency_errors(connectors: list[dict[str, Any]]) -> list[ManifestError]:
+def _strings(value: Any) -> list[tuple[int, str]]:
+    # The (index, string) items of a list the schema may have refused: its other items are skipped.
+    return (
+        [(index, item) for index, item in enumerate(value) if isinstance(item, str)]
+        if isinstance(value, list)
+        else []
+    )
+
+
+def _dicts(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    return (
+        [(index, item) for index, item in enumerate(value) if isinstance(item, dict)]
+        if isinstance(value, list)
+        else []
+    )
+
+
+def _consistency_errors(connectors: list[Any]) -> list[ManifestError]:
+    """The checks beyond the schema, on the well-formed parts only (the schema reports the rest)."""
     errors: list[ManifestError] = []
     first_seen: dict[tuple[str, str], str] = {}  # (kind, value) -> JSON path of its first use
 
-    def unique(kind: str, value: str, path: str) -> None:
+    def unique(kind: str, value: Any, path: str) -> None:
+        if not isinstance(value, str):
+            return
         first = first_seen.setdefault((kind, value), path)
         if first != path:
             errors.append(ManifestError(path, f"Duplicate {kind} {value!r} (first at {first})."))
 
-    for c_index, connector in enumerate(connectors):
+    for c_index, connector in _dicts(connectors):
         c_path = f"$.connectors[{c_index}]"
-        unique("connector id", connector["id"], f"{c_path}.id")
+        unique("connector id", connector.get("id"), f"{c_path}.id")
         errors.extend(_connector_errors(connector, c_path))
-        for t_index, tool in enumerate(connector.get("remoteTools", [])):
+        for t_index, tool in _dicts(connector.get("remoteTools")):
             t_path = f"{c_path}.remoteTools[{t_index}]"
-            unique("tool name", tool["name"], f"{t_path}.name")
-            for a_index, alias in enumerate(tool.get("aliases", [])):
+            unique("tool name", tool.get("name"), f"{t_path}.name")
+            for a_index, alias in _strings(tool.get("aliases")):
                 unique("alias", alias, f"{t_path}.aliases[{a_index}]")
             errors.extend(_tool_errors(tool, t_path))
     for (kind, value), path in first_seen.items():
@@ -150,27 +188,36 @@ def _consistency_errors(connectors: list[dict[str, Any]]) -> list[ManifestError]
 
 def _connector_errors(connector: dict[str, Any], path: str) -> list[ManifestError]:
     errors = []
-    refusal = url_refusal(connector["endpoint"])
+    endpoint = connector.get("endpoint")
+    refusal = url_refusal(endpoint) if isinstance(endpoint, str) and endpoint else None
     if refusal:
         errors.append(ManifestError(f"{path}.endpoint", f"Endpoint refused: {refusal}"))
-    endpoint_env = endpoint_env_refusal(connector.get("endpointEnv", ""))
-    if endpoint_env:
-        errors.append(ManifestError(f"{path}.endpointEnv", endpoint_env))
-    auth = connector["auth"]
-    secret_env = env_name_refusal(auth.get("secretEnv", ""), endpoint=False)
-    if secret_env:
-        errors.append(ManifestError(f"{path}.auth.secretEnv", secret_env))
-    if auth["type"] != "none" and "secretEnv" not in auth:
-        errors.append(
-            ManifestError(
-                f"{path}.auth", f"Auth {auth['type']!r} needs 'secretEnv', the variable holding the secret."
+    endpoint_env = connector.get("endpointEnv", "")
+    endpoint_env_problem = endpoint_env_refusal(endpoint_env) if isinstance(endpoint_env, str) else None
+    if endpoint_env_problem:
+        errors.append(ManifestError(f"{path}.endpointEnv", endpoint_env_problem))
+    auth = connector.get("auth")
+    if isinstance(auth, dict) and auth.get("type") in ("none", "bearer", "api_key"):
+        secret = auth.get("secretEnv", "")
+        secret_env = env_name_refusal(secret, endpoint=False) if isinstance(secret, str) else None
+        if secret_env:
+            errors.append(ManifestError(f"{path}.auth.secretEnv", secret_env))
+        if auth["type"] != "none" and "secretEnv" not in auth:
+            errors.append(
+                ManifestError(
+                    f"{path}.auth",
+                    f"Auth {auth['type']!r} needs 'secretEnv', the variable holding the secret.",
+                )
             )
-        )
-    if auth["type"] == "api_key" and "header" not in auth:
-        errors.append(
-            ManifestError(f"{path}.auth", "Auth 'api_key' needs 'header', the header that carries the key.")
-        )
-    for index, pattern in enumerate(connector.get("textErrorPatterns", [])):
+        if auth["type"] == "api_key" and "header" not in auth:
+            errors.append(
+                ManifestError(
+                    f"{path}.auth", "Auth 'api_key' needs 'header', the header that carries the key."
+                )
+            )
+    for index, pattern in _dicts(connector.get("textErrorPatterns")):
+        if not isinstance(pattern.get("pattern"), str):
+            continue
         try:
             re.compile(pattern["pattern"])
         except re.error as exc:
@@ -183,8 +230,8 @@ def _connector_errors(connector: dict[str, Any], path: str) -> list[ManifestErro
 
 
 def _tool_errors(tool: dict[str, Any], path: str) -> list[ManifestError]:
-    if "inputSchema" not in tool:
-        return []
+    if not isinstance(tool.get("inputSchema"), dict):
+        return []  # absent, or not an object: the schema says so
     try:
         Draft202012Validator.check_schema(tool["inputSchema"])
     except SchemaError as exc:
@@ -197,6 +244,107 @@ def _tool_errors(tool: dict[str, Any], path: str) -> list[ManifestError]:
         )
         for ref_path, ref in remote_refs(tool["inputSchema"], f"{path}.inputSchema")
     ]
+
+
+# --- Preview: what an import changes, field by field ---------------------------------------
+
+NOT_SET = "—"  # how a field absent from one side is shown in the preview
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field of a connector or tool: its value in the registry now and in the manifest, as the
+    manifest writes them (compact JSON; NOT_SET when absent)."""
+
+    field: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """A connector or tool the import creates, updates (``fields`` changed) or deletes; a deleted
+    connector names the tools deleted with it."""
+
+    name: str
+    action: str  # "created" | "updated" | "deleted"
+    fields: tuple[FieldChange, ...] = ()
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ManifestDiff:
+    connectors: tuple[EntryChange, ...]
+    tools: tuple[EntryChange, ...]
+
+    @property
+    def connectors_deleted(self) -> tuple[EntryChange, ...]:
+        return tuple(change for change in self.connectors if change.action == "deleted")
+
+    @property
+    def tools_deleted_alone(self) -> tuple[EntryChange, ...]:
+        """Tools deleted from connectors that stay (a deleted connector lists its own)."""
+        with_connectors = {name for change in self.connectors_deleted for name in change.tools}
+        return tuple(
+            change
+            for change in self.tools
+            if change.action == "deleted" and change.name not in with_connectors
+        )
+
+
+def _shown(entry: dict[str, Any], key: str) -> str:
+    if key not in entry:
+        return NOT_SET
+    return json.dumps(entry[key], ensure_ascii=False, sort_keys=isinstance(entry[key], dict))
+
+
+def _field_changes(
+    old: dict[str, Any], new: dict[str, Any], keys: tuple[str, ...]
+) -> tuple[FieldChange, ...]:
+    return tuple(
+        FieldChange(key, _shown(old, key), _shown(new, key)) for key in keys if old.get(key) != new.get(key)
+    )
+
+
+def manifest_diff(current: dict[str, Any], manifest: dict[str, Any]) -> ManifestDiff:
+    """What importing ``manifest`` (validated) into a registry exported as ``current`` changes: each
+    connector and tool created, deleted, or updated with every changed field's old and new value."""
+    old_connectors = {entry["id"]: entry for entry in current["connectors"]}
+    old_tools = {
+        tool["name"]: (entry["id"], tool)
+        for entry in current["connectors"]
+        for tool in entry.get("remoteTools", [])
+    }
+    connector_keys = tuple(key for key in CONNECTOR_KEYS if key != "remoteTools")
+    connectors: list[EntryChange] = []
+    tools: list[EntryChange] = []
+    listed_tools: set[str] = set()
+    for entry in manifest["connectors"]:
+        old = old_connectors.get(entry["id"])
+        if old is None:
+            connectors.append(EntryChange(entry["id"], "created"))
+        elif fields := _field_changes(old, entry, connector_keys):
+            connectors.append(EntryChange(entry["id"], "updated", fields))
+        for tool in entry.get("remoteTools", []):
+            listed_tools.add(tool["name"])
+            if tool["name"] not in old_tools:
+                tools.append(EntryChange(tool["name"], "created"))
+                continue
+            old_connector, old_tool = old_tools[tool["name"]]
+            fields = _field_changes(old_tool, tool, TOOL_KEYS)
+            if old_connector != entry["id"]:
+                fields = (FieldChange("connector", old_connector, entry["id"]), *fields)
+            if fields:
+                tools.append(EntryChange(tool["name"], "updated", fields))
+    listed = {entry["id"] for entry in manifest["connectors"]}
+    for slug, old in old_connectors.items():
+        if slug not in listed:
+            gone = tuple(
+                tool["name"] for tool in old.get("remoteTools", []) if tool["name"] not in listed_tools
+            )
+            connectors.append(EntryChange(slug, "deleted", tools=gone))
+    tools.extend(EntryChange(name, "deleted") for name in old_tools if name not in listed_tools)
+    return ManifestDiff(tuple(connectors), tuple(tools))
 
 
 CONNECTOR_REQUIRED = frozenset(

@@ -226,7 +226,10 @@ def test_import_previews_then_applies(
         "Preview: connectors: 0 created, 1 updated, 1 deleted; tools: 1 created, 1 updated, 1 deleted"
         in content
     )
-    assert "<td>version, scopes</td>" in content
+    assert (
+        '<li><code class="field-name">version</code>: <del>&quot;2026.05&quot;</del> → '
+        "<ins>&quot;2.0.0&quot;</ins></li>"
+    ) in content
     assert 'name="apply"' in content
     assert response.context["apply_form"].initial["manifest"] == text
     assert dumps(registry_export()) == before  # a preview changes nothing
