@@ -15,6 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.arxiv.models import Paper, RunStatus, SearchRun
+from apps.connectors.models import Connector, ConnectorSync
 from apps.connectors.services import manifest_import
 from apps.core.admin_mixins import pretty_json, truncated, warning_flag
 from apps.core.models import Event
@@ -140,6 +141,14 @@ def test_every_changelist_and_change_page_renders(seeded, superuser_client) -> N
         action="reject",
         verdict=Verdict.SUPPORTED,
         note=SCRIPT,
+    )
+    # A sync that found a rename, as the self-healing registry records one (#25).
+    ConnectorSync.objects.create(
+        connector=Connector.objects.get(slug="wikidata"),
+        trigger="unknown_tool",
+        ok=True,
+        renamed={"wikidata.get_claims": "get_entity_claims"},
+        started_at=datetime(2026, 1, 2, tzinfo=UTC),
     )
     missing = []
     for model in admin.site._registry:
