@@ -52,7 +52,8 @@ def entry_as_dict(entry: KnowledgeEntry) -> dict:
         "tags": entry.tags,
         "related": entry.related,
         "confidence": entry.confidence,
-        "lastVerified": entry.last_verified.isoformat() if entry.last_verified else None,
+        # Seed 001's knowledge_entry names it so (snake_case, as the pack files and /api/ do).
+        "last_verified": entry.last_verified.isoformat() if entry.last_verified else None,
     }
 
 
