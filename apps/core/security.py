@@ -46,7 +46,8 @@ SCOPES: dict[str, str] = {
     TokenScope.VERIFY: "Create verifications, the rows of the operators' review queue: verify a claim, "
     "ground a message. A claim about a named entity is also checked against Wikidata (one fact run "
     "per claim); that lookup is part of the verification.",
-    TokenScope.WRITE: "Write agent memory: `tell`, pin, forget and import memories. A token only ever "
+    TokenScope.WRITE: "Write agent memory: `tell`, update, pin, forget (one or all) and import memories. "
+    "A token only ever "
     "reads and writes its own memories (plus those an operator shared in a domain), whatever its scopes. "
     "Also propose ontology changes (`ontology_propose`, 20 a minute per token): proposals are only staged; "
     "an operator merges or rejects them in the admin.",
@@ -139,12 +140,16 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(V1, "POST /v1/knowledge/search", READ, "search the knowledge base"),
     Operation(V1, "POST /v1/knowledge/verify", VERIFY, "verify a claim (stored for review)"),
     Operation(V1, "POST /v1/grounding/ground", VERIFY, "ground a message (stored for review)"),
+    Operation(V1, "GET /v1/memory", READ, "list the token's own memories (filtered, paged)"),
+    Operation(V1, "POST /v1/memory/forget-all", WRITE, "remove all the token's memories (confirm: true)"),
     Operation(V1, "POST /v1/memory/tell", WRITE, "remember something (the token's memory)"),
     Operation(V1, "POST /v1/memory/tell/batch", WRITE, "remember up to 500 things"),
     Operation(V1, "POST /v1/memory/ask", READ, "the token's memories relevant to a question"),
     Operation(V1, "GET /v1/memory/export", READ, "the token's own memories as RDF (Turtle, JSON-LD)"),
     Operation(V1, "POST /v1/memory/import", WRITE, "restore memories from an export, into the token"),
     Operation(V1, "GET /v1/memory/{memory_id}", READ, "one of the token's memories"),
+    Operation(V1, "PATCH /v1/memory/{memory_id}", WRITE, "update one of the token's memories"),
+    Operation(V1, "GET /v1/memory/{memory_id}/history", READ, "a memory's versions"),
     Operation(V1, "DELETE /v1/memory/{memory_id}", WRITE, "remove one of the token's memories"),
     Operation(V1, "POST /v1/memory/{memory_id}/forget", WRITE, "fade or remove a memory"),
     Operation(V1, "POST /v1/memory/{memory_id}/pin", WRITE, "pin or unpin a memory"),
@@ -217,6 +222,12 @@ MCP_OPERATIONS: tuple[Operation, ...] = (
     Operation(MCP, "tools/call tell", WRITE, "as POST /v1/memory/tell"),
     Operation(MCP, "tools/call ask", READ, "as POST /v1/memory/ask"),
     Operation(MCP, "tools/call memory.forget", WRITE, "as POST /v1/memory/{memory_id}/forget"),
+    Operation(MCP, "tools/call memory.list", READ, "as GET /v1/memory"),
+    Operation(MCP, "tools/call memory.get", READ, "as GET /v1/memory/{memory_id}"),
+    Operation(MCP, "tools/call memory.update", WRITE, "as PATCH /v1/memory/{memory_id}"),
+    Operation(MCP, "tools/call memory.history", READ, "as GET /v1/memory/{memory_id}/history"),
+    Operation(MCP, "tools/call memory.pin", WRITE, "as POST /v1/memory/{memory_id}/pin"),
+    Operation(MCP, "tools/call memory.forget_all", WRITE, "as POST /v1/memory/forget-all"),
     Operation(MCP, "tools/call memory.export", READ, "as GET /v1/memory/export"),
     Operation(MCP, "tools/call ontology_discover", None, "as POST /ontology-agent/discover"),
     Operation(MCP, "tools/call ontology_read", None, "as POST /ontology-agent/read"),

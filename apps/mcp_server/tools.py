@@ -32,8 +32,28 @@ from apps.grounding.schemas import GroundIn, GroundingMessageOut, VerificationOu
 from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.schemas import KnowledgeSearchIn, KnowledgeSearchOut
 from apps.memory import answers as memory_answers
+from apps.memory import selectors as memory_selectors
 from apps.memory import services as memory_services
-from apps.memory.schemas import AskIn, AskOut, ExportIn, ExportOut, ForgetIn, ForgetOut, TellIn, TellOut
+from apps.memory.schemas import (
+    AskIn,
+    AskOut,
+    ExportIn,
+    ExportOut,
+    ForgetAllIn,
+    ForgetAllOut,
+    ForgetIn,
+    ForgetOut,
+    ListIn,
+    MemoryHistoryOut,
+    MemoryIdIn,
+    MemoryListOut,
+    MemoryOut,
+    MemoryUpdateOut,
+    MemoryUpdateToolIn,
+    PinToolIn,
+    TellIn,
+    TellOut,
+)
 from apps.ontology import cypher as ontology_cypher
 from apps.ontology import proposals as ontology_proposals
 from apps.ontology import selectors as ontology_selectors
@@ -195,6 +215,43 @@ def _memory_forget(payload: ForgetIn, context: CallContext) -> dict[str, Any]:
     return memory_services.memory_forget(scope=scope, memory_id=payload.id, mode=payload.mode)
 
 
+def _memory_list(payload: ListIn, context: CallContext) -> dict[str, Any]:
+    scope = _memory_scope(context, payload.agent, payload.session)
+    return memory_selectors.memories_list(
+        scope=scope, filters=payload.filters(), limit=payload.limit, offset=payload.offset
+    )
+
+
+def _memory_get(payload: MemoryIdIn, context: CallContext) -> dict[str, Any]:
+    memory = memory_selectors.memory_get(scope=_memory_scope(context), memory_id=payload.id)
+    return memory_selectors.memory_detail(memory=memory)
+
+
+def _memory_update(payload: MemoryUpdateToolIn, context: CallContext) -> dict[str, Any]:
+    updated = memory_services.memory_update(
+        scope=_memory_scope(context), memory_id=payload.id, changes=payload.changes()
+    )
+    return {**memory_selectors.memory_detail(memory=updated["memory"]), "changed": updated["changed"]}
+
+
+def _memory_history(payload: MemoryIdIn, context: CallContext) -> dict[str, Any]:
+    return memory_selectors.memory_history(scope=_memory_scope(context), memory_id=payload.id)
+
+
+def _memory_pin(payload: PinToolIn, context: CallContext) -> dict[str, Any]:
+    memory = memory_services.memory_pin(
+        scope=_memory_scope(context), memory_id=payload.id, pinned=payload.pinned
+    )
+    return memory_selectors.memory_detail(memory=memory)
+
+
+def _memory_forget_all(payload: ForgetAllIn, context: CallContext) -> dict[str, Any]:
+    scope = _memory_scope(context, payload.agent, payload.session)
+    return memory_services.memories_forget_all(
+        scope=scope, confirm=payload.confirm, domain=payload.domain or ""
+    )
+
+
 def _memory_export(payload: ExportIn, context: CallContext) -> dict[str, Any]:
     scope = _memory_scope(context, payload.agent, payload.session)
     content, media_type, count = memory_services.memories_export(
@@ -322,15 +379,57 @@ def _tell_summary(result: dict[str, Any]) -> str:
     return text
 
 
+def _memory_line(memory: dict[str, Any], score: str = "") -> str:
+    return f"- {memory['id']}{score}: {' '.join(memory['content'].split())[:200]}"
+
+
 def _ask_summary(result: dict[str, Any]) -> str:
     answer = result["answer"]
+    if result.get("reason"):
+        # Said first, so an agent reading only the text does not take the nearest memories for an answer.
+        lines = ["Nothing relevant remembered (no memory is about the question)."]
+        if result["nearest"]:
+            lines.append(f"Nearest memories, not answered from ({len(result['nearest'])}):")
+            lines += [
+                _memory_line(m, f" (similarity {m['scores']['semantic']:.3f})") for m in result["nearest"]
+            ]
+        return "\n".join(lines)
     lines = [answer["text"] or "Nothing remembered answers this."] if answer["method"] != "none" else []
     lines.append(f"{len(result['memories'])} memories:")
+    lines += [_memory_line(memory, f" ({memory['relevance']:.3f})") for memory in result["memories"]]
+    return "\n".join(lines)
+
+
+def _memory_list_summary(result: dict[str, Any]) -> str:
+    shown = len(result["memories"])
+    head = f"{result['total']} memories; {shown} from offset {result['offset']}"
+    # Structured content leaves nulls out: no nextOffset on the last page.
+    head += f" (next page: offset {result['nextOffset']})." if result.get("nextOffset") is not None else "."
+    return "\n".join([head, *(_memory_line(memory) for memory in result["memories"])])
+
+
+def _memory_summary(result: dict[str, Any]) -> str:
+    text = f"Memory {result['id']} (version {result['version']}"
+    text += ", pinned)" if result["pinned"] else ")"
+    if "changed" in result:
+        text += ": " + (f"updated {', '.join(result['changed'])}" if result["changed"] else "nothing changed")
+    return f"{text}:\n{result['content']}"
+
+
+def _memory_history_summary(result: dict[str, Any]) -> str:
+    lines = [f"Memory {result['id']}: {len(result['versions'])} versions, oldest first:"]
     lines += [
-        f"- {memory['id']} ({memory['relevance']:.3f}): {' '.join(memory['content'].split())[:200]}"
-        for memory in result["memories"]
+        f"- v{item['version']} ({item['validFrom']}"
+        + (", current" if item["current"] else "")
+        + "): "
+        + " ".join(item["content"].split())[:200]
+        for item in result["versions"]
     ]
     return "\n".join(lines)
+
+
+def _forget_all_summary(result: dict[str, Any]) -> str:
+    return f"{result['forgotten']} memories removed."
 
 
 def _forget_summary(result: dict[str, Any]) -> str:
@@ -547,7 +646,9 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         title="Recall what matters (memory ask)",
         description="The memories relevant to a question, best first, ranked by domain match (0.35), "
         "recency (0.20), meaning (0.30) and use (0.15), each score shown, with an answer made from "
-        "them that cites memory ids. Only your token's memories (and those shared in the domain).",
+        "them that cites memory ids. Only your token's memories (and those shared in the domain), and "
+        "only those about the question (semanticFloor): when none is, the answer is empty with reason "
+        '"nothing relevant remembered" and the nearest memories are listed apart (nearest).',
         input_model=AskIn,
         output_model=AskOut,
         handler=_ask,
@@ -565,6 +666,78 @@ CORTEX_TOOLS: tuple[CortexTool, ...] = (
         output_model=ForgetOut,
         handler=_memory_forget,
         summary=_forget_summary,
+        scope=TokenScope.WRITE,
+        read_only=False,
+        idempotent=True,
+    ),
+    CortexTool(
+        name="memory.list",
+        title="List your memories",
+        description="Your token's own memories, newest first, a page at a time (limit, offset; nextOffset "
+        "gives the next page), filtered by domain, type, pinned, text (contained, any case), createdAfter/"
+        "createdBefore, agent and session. As GET /v1/memory.",
+        input_model=ListIn,
+        output_model=MemoryListOut,
+        handler=_memory_list,
+        summary=_memory_list_summary,
+    ),
+    CortexTool(
+        name="memory.get",
+        title="One memory",
+        description="One of your memories by id, with its version and supersession chain. As GET "
+        "/v1/memory/{memory_id}.",
+        input_model=MemoryIdIn,
+        output_model=MemoryOut,
+        handler=_memory_get,
+        summary=_memory_summary,
+    ),
+    CortexTool(
+        name="memory.update",
+        title="Update a memory",
+        description="Changes a memory's content (embedded again), metadata (replaced whole), importance or "
+        "domain in place; what it said before is kept as a version (memory.history). As PATCH "
+        "/v1/memory/{memory_id}.",
+        input_model=MemoryUpdateToolIn,
+        output_model=MemoryUpdateOut,
+        handler=_memory_update,
+        summary=_memory_summary,
+        scope=TokenScope.WRITE,
+        read_only=False,
+        idempotent=True,
+    ),
+    CortexTool(
+        name="memory.history",
+        title="A memory's versions",
+        description="What a memory said over time: each version an update replaced, then the current one, "
+        "oldest first, with its supersession chain. As GET /v1/memory/{memory_id}/history.",
+        input_model=MemoryIdIn,
+        output_model=MemoryHistoryOut,
+        handler=_memory_history,
+        summary=_memory_history_summary,
+    ),
+    CortexTool(
+        name="memory.pin",
+        title="Pin or unpin a memory",
+        description="pinned true (the default): the memory never expires; false: its TTL applies again. As "
+        "POST /v1/memory/{memory_id}/pin.",
+        input_model=PinToolIn,
+        output_model=MemoryOut,
+        handler=_memory_pin,
+        summary=_memory_summary,
+        scope=TokenScope.WRITE,
+        read_only=False,
+        idempotent=True,
+    ),
+    CortexTool(
+        name="memory.forget_all",
+        title="Forget all your memories",
+        description="Removes every memory of your token (only those of agent, session or domain when given), "
+        "with their versions. Cannot be undone: refused unless confirm is true. As POST "
+        "/v1/memory/forget-all.",
+        input_model=ForgetAllIn,
+        output_model=ForgetAllOut,
+        handler=_memory_forget_all,
+        summary=_forget_all_summary,
         scope=TokenScope.WRITE,
         read_only=False,
         idempotent=True,

@@ -19,12 +19,13 @@ from apps.core.logging import get_logger
 from apps.core.text import sentences
 from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.memory.models import MemorySettings
-from apps.memory.selectors import ScoredMemory, memory_ask, weights_check
+from apps.memory.selectors import ScoredMemory, memory_recall, weights_check
 from apps.memory.services import Scope, memories_reinforce
 
 logger = get_logger(__name__)
 
 ANSWER_MEMORIES = 3  # the top memories an answer is made from
+NOTHING_RELEVANT = "nothing relevant remembered"
 ANSWER_SENTENCES = 3
 MIN_SENTENCE_SIMILARITY = 0.25  # below: the sentence does not speak to the question
 SENTENCE_MARGIN = 0.15  # a sentence this much less similar than the best one is left out
@@ -44,7 +45,7 @@ def answer_compose(
     ``extractive``, ``llm`` or ``none`` (nothing relevant was remembered)."""
     top = list(hits[:ANSWER_MEMORIES])
     if not top:
-        return {"method": "none", "text": "", "citations": []}
+        return {"method": "none", "text": "", "citations": [], "reason": NOTHING_RELEVANT}
     if llm.llm_configured():
         try:
             return _generated(question, top)
@@ -115,27 +116,33 @@ def ask_result(
     memory_type: str | None = None,
     limit: int = 10,
     threshold: float | None = None,
+    semantic_floor: float | None = None,
     include_superseded: bool = False,
     weights: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """What ``ask`` answers an agent (REST and MCP): the ranked memories with their component scores,
-    the answer made from them; the memories returned are reinforced (and their access recorded).
+    """What ``ask`` answers an agent (REST and MCP): the memories about the question, ranked with their
+    component scores, and the answer made from them; the memories returned are reinforced (and their
+    access recorded). When none is about the question (``selectors`` explains the semantic floor), the
+    answer is empty with ``reason`` "nothing relevant remembered", and the nearest memories are listed
+    apart (``nearest``), neither answered from nor reinforced.
 
     The settings are read and the question embedded once, for the ranking and the answer alike."""
     config = MemorySettings.current()
     question_vector = embed_text(text=question)
-    hits = memory_ask(
+    recall = memory_recall(
         scope=scope,
         question=question,
         domain=domain,
         memory_type=memory_type,
         limit=limit,
         threshold=threshold,
+        semantic_floor=semantic_floor,
         include_superseded=include_superseded,
         weights=weights,
         config=config,
         vector=question_vector,
     )
+    hits = recall.relevant
     answer = answer_compose(question=question, hits=hits, question_vector=question_vector)
     memories_reinforce(hits=[(hit.memory.id, hit.relevance) for hit in hits], config=config)
     return {
@@ -143,6 +150,9 @@ def ask_result(
         "domain": domain,
         "weights": weights_check(weights, config),
         "threshold": config.relevance_threshold if threshold is None else threshold,
+        "semanticFloor": config.semantic_floor if semantic_floor is None else semantic_floor,
         "memories": [hit.as_dict() for hit in hits],
         "answer": answer,
+        "reason": None if hits else NOTHING_RELEVANT,
+        "nearest": [hit.as_dict() for hit in recall.nearest],
     }

@@ -1,4 +1,4 @@
-"""``/v1/memory/``: tell, ask, read, pin and forget an agent's memories (seed 004).
+"""``/v1/memory/``: tell, ask, list, read, update, pin and forget an agent's memories (seed 004).
 
 The caller's token is the owner of what it tells and the only one who reads it back (unless an
 operator shares a memory domain-wide); ``agent`` and ``session`` narrow it to a namespace.
@@ -20,11 +20,18 @@ from apps.memory.schemas import (
     AskIn,
     AskOut,
     ExportIn,
+    ForgetAllIn,
+    ForgetAllOut,
     ForgetModeIn,
     ForgetOut,
     ImportOut,
     ImportQueryIn,
+    ListQueryIn,
+    MemoryHistoryOut,
+    MemoryListOut,
     MemoryOut,
+    MemoryUpdateIn,
+    MemoryUpdateOut,
     PinIn,
     TellBatchIn,
     TellBatchOut,
@@ -38,6 +45,20 @@ router = Router(tags=["memory"])
 
 def _scope(request: HttpRequest, agent: str | None = None, session: str | None = None) -> Scope:
     return Scope(token=request.auth, agent=agent or "", session=session or "")  # type: ignore[attr-defined]
+
+
+@router.get("", auth=read_token, response=MemoryListOut, summary="List your memories (filtered, paged)")
+def memory_list(request: HttpRequest, filters: Query[ListQueryIn]) -> dict[str, Any]:
+    scope = _scope(request, filters.agent, filters.session)
+    return selectors.memories_list(
+        scope=scope, filters=filters.filters(), limit=filters.limit, offset=filters.offset
+    )
+
+
+@router.post("/forget-all", auth=write_token, response=ForgetAllOut, summary="Forget all your memories")
+def memory_forget_all(request: HttpRequest, payload: ForgetAllIn) -> dict[str, Any]:
+    scope = _scope(request, payload.agent, payload.session)
+    return services.memories_forget_all(scope=scope, confirm=payload.confirm, domain=payload.domain or "")
 
 
 @router.post("/tell", auth=write_token, response=TellOut, summary="Tell: remember one thing")
@@ -149,6 +170,19 @@ def _import_format(request: HttpRequest, requested: str | None) -> str:
 def memory_detail(request: HttpRequest, memory_id: UUID) -> dict[str, Any]:
     memory = selectors.memory_get(scope=_scope(request), memory_id=memory_id)
     return selectors.memory_detail(memory=memory)
+
+
+@router.patch("/{uuid:memory_id}", auth=write_token, response=MemoryUpdateOut, summary="Update a memory")
+def memory_update(request: HttpRequest, memory_id: UUID, payload: MemoryUpdateIn) -> dict[str, Any]:
+    updated = services.memory_update(scope=_scope(request), memory_id=memory_id, changes=payload.changes())
+    return {**selectors.memory_detail(memory=updated["memory"]), "changed": updated["changed"]}
+
+
+@router.get(
+    "/{uuid:memory_id}/history", auth=read_token, response=MemoryHistoryOut, summary="A memory's versions"
+)
+def memory_history(request: HttpRequest, memory_id: UUID) -> dict[str, Any]:
+    return selectors.memory_history(scope=_scope(request), memory_id=memory_id)
 
 
 @router.delete("/{uuid:memory_id}", auth=write_token, response=ForgetOut, summary="Remove a memory")

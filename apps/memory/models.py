@@ -82,6 +82,9 @@ class Memory(models.Model):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )
+    # An update edits the memory in place (same id) and keeps what it replaced as a MemoryVersion.
+    version = models.PositiveIntegerField(default=1, help_text="1 as told; one more per update.")
+    updated_at = models.DateTimeField(null=True, blank=True, help_text="When it was last updated.")
 
     objects = MemoryQuerySet.as_manager()
 
@@ -113,6 +116,31 @@ class Memory(models.Model):
     def __str__(self) -> str:
         text = " ".join(self.content.split())
         return text[:80] + ("…" if len(text) > 80 else "")
+
+
+class MemoryVersion(models.Model):
+    """What a memory said before an update: its content, domain, metadata and importance as version
+    ``version``, valid from ``valid_from`` until the update replaced it (``replaced_at``).
+
+    Removed with the memory: forgetting a memory forgets what it used to say too."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    content = models.TextField()
+    domain = models.CharField(max_length=64, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    importance = models.FloatField(validators=_UNIT)
+    valid_from = models.DateTimeField(help_text="When this version was told or written.")
+    replaced_at = models.DateTimeField(default=timezone.now, help_text="When an update replaced it.")
+
+    class Meta:
+        ordering = ["memory", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "version"], name="memory_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} v{self.version}"
 
 
 class MemoryAccess(models.Model):
@@ -150,6 +178,13 @@ class MemorySettings(models.Model):
     )
     relevance_threshold = models.FloatField(
         default=0.1, validators=_UNIT, help_text="ask's default: memories below it are not returned."
+    )
+    semantic_floor = models.FloatField(
+        default=0.26,
+        validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="ask answers only from memories at least this similar in meaning to the question "
+        "(cosine similarity, whatever their recency or importance); measured on "
+        "tests/data/memory_relevance_pairs.jsonl, see docs/memory.md.",
     )
     duplicate_similarity = models.FloatField(
         default=0.97,

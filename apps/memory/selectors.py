@@ -9,6 +9,11 @@ component in [0, 1]:
 - **domain**: 1 when the question names the memory's domain; otherwise the share of the question's
   concepts the memory also has;
 - **frequency**: ``min(1, log1p(access_count) / log1p(saturation)) · importance``.
+
+Before any weighing, ``ask`` keeps only the memories *about* the question: cosine similarity at or
+above the semantic floor (``MemorySettings.semantic_floor``). The weighted total cannot stand in for
+it: recency and importance alone lift a fresh memory on another subject over the threshold (issue 25:
+an on-call memory at similarity 0.14 answered a question about a launch password).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from apps.core.models import ApiToken
 from apps.core.query_templates import QueryTemplate
 from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text
-from apps.memory.models import Memory, MemoryAccess, MemoryQuerySet, MemorySettings
+from apps.memory.models import Memory, MemoryAccess, MemoryQuerySet, MemorySettings, MemoryVersion
 from apps.memory.services import Scope, scope_condition
 from apps.memory.text import concepts_extract
 
@@ -48,13 +53,25 @@ class ScoredMemory:
     memory: Memory
     relevance: float
     components: dict[str, float]
+    # Under the semantic floor: listed among the nearest memories, never answered from.
+    below_floor: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
             **memory_as_dict(self.memory),
             "relevance": round(self.relevance, 6),
             "scores": {name: round(value, 6) for name, value in self.components.items()},
+            "belowFloor": self.below_floor,
         }
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What ``ask`` found: the memories about the question that pass the threshold (best first), and,
+    when there are none, the nearest candidates by meaning (most similar first) to show as such."""
+
+    relevant: list[ScoredMemory]
+    nearest: list[ScoredMemory]
 
 
 def weights_check(weights: dict[str, float] | None, config: MemorySettings) -> dict[str, float]:
@@ -136,7 +153,38 @@ def memory_ask(
     config: MemorySettings | None = None,
     vector: np.ndarray | None = None,
 ) -> list[ScoredMemory]:
-    """The memories of ``scope`` relevant to ``question``, best first, at or above ``threshold``.
+    """The memories of ``scope`` relevant to ``question``, best first: ``memory_recall``'s relevant ones."""
+    return memory_recall(
+        scope=scope,
+        question=question,
+        domain=domain,
+        limit=limit,
+        threshold=threshold,
+        include_superseded=include_superseded,
+        weights=weights,
+        memory_type=memory_type,
+        config=config,
+        vector=vector,
+    ).relevant
+
+
+def memory_recall(
+    *,
+    scope: Scope,
+    question: str,
+    domain: str | None = None,
+    limit: int = 10,
+    threshold: float | None = None,
+    semantic_floor: float | None = None,
+    include_superseded: bool = False,
+    weights: dict[str, float] | None = None,
+    memory_type: str | None = None,
+    config: MemorySettings | None = None,
+    vector: np.ndarray | None = None,
+) -> Recall:
+    """The memories of ``scope`` about ``question`` (similarity at or above ``semantic_floor``, by
+    default the admin's) with relevance at or above ``threshold``, best first; when none qualifies,
+    the nearest candidates instead, marked.
 
     Candidates are the nearest memories by embedding (a filtered HNSW scan in strict order, so the
     scope's filter never makes it come back short), re-ranked by relevance. Reinforcing what was
@@ -153,6 +201,9 @@ def memory_ask(
     threshold = config.relevance_threshold if threshold is None else threshold
     if not 0.0 <= threshold <= 1.0:
         raise ValidationFailed("threshold must be 0 to 1.", details={"field": "threshold"})
+    floor = config.semantic_floor if semantic_floor is None else semantic_floor
+    if not -1.0 <= floor <= 1.0:
+        raise ValidationFailed("semanticFloor must be -1 to 1.", details={"field": "semanticFloor"})
     chosen_weights = weights_check(weights, config)
     vector = embed_text(text=text) if vector is None else vector
     shape = _AskShape(
@@ -177,12 +228,13 @@ def memory_ask(
                 "vector": Vector(vector).to_text(),
             },
         )
-    return _rows_ranked(
+    return _rows_recalled(
         rows,
         question=text,
         domain=domain,
         limit=limit,
         threshold=threshold,
+        semantic_floor=floor,
         weights=chosen_weights,
         config=config,
         now=now,
@@ -280,16 +332,18 @@ def memories_rank(
     vector = embed_text(text=question) if vector is None else vector
     with hnsw_filtered_scan():
         rows = list(_nearest_rows(memories, vector=vector, count=_candidate_count(limit)))
-    return _rows_ranked(
+    # The operators' page ranks without the floor: it shows what the weights make of everything.
+    return _rows_recalled(
         rows,
         question=question,
         domain=domain,
         limit=limit,
         threshold=threshold,
+        semantic_floor=-1.0,
         weights=weights,
         config=config,
         now=timezone.now(),
-    )
+    ).relevant
 
 
 def _candidate_count(limit: int) -> int:
@@ -306,21 +360,23 @@ def _nearest_rows(
     )
 
 
-def _rows_ranked(
+def _rows_recalled(
     rows: Sequence[tuple[Any, ...]],
     *,
     question: str,
     domain: str | None,
     limit: int,
     threshold: float,
+    semantic_floor: float,
     weights: dict[str, float],
     config: MemorySettings,
     now: datetime,
-) -> list[ScoredMemory]:
-    """The candidate rows scored, those at or above ``threshold`` best first; only the winners become
-    memories."""
+) -> Recall:
+    """The candidate rows scored: those at or above ``semantic_floor`` and ``threshold`` best first;
+    when none, the nearest by similarity. Only what is returned becomes memories."""
     question_concepts = concepts_extract(question)
     scored: list[tuple[_Candidate, float, dict[str, float]]] = []
+    others: list[tuple[_Candidate, float, dict[str, float]]] = []
     for row in rows:
         scored_values = dict(zip(_SCORED, (row[index] for index in _SCORED_AT), strict=True))
         candidate = _Candidate(**scored_values, distance=row[-1], row=row[:-1])
@@ -333,13 +389,28 @@ def _rows_ranked(
             now=now,
         )
         relevance = sum(weights[name] * components[name] for name in COMPONENTS)
-        if relevance >= threshold:
+        if 1.0 - float(candidate.distance) >= semantic_floor and relevance >= threshold:
             scored.append((candidate, relevance, components))
+        else:
+            others.append((candidate, relevance, components))
     scored.sort(key=lambda hit: (-hit[1], -hit[2]["semantic"], str(hit[0].id)))
-    return [
+    relevant = [
         ScoredMemory(Memory.from_db("default", _ROW_FIELDS, candidate.row), relevance, components)
         for candidate, relevance, components in scored[:limit]
     ]
+    if relevant:
+        return Recall(relevant=relevant, nearest=[])
+    # Nearest by meaning: the rows came ordered by distance, which is the order to show.
+    nearest = [
+        ScoredMemory(
+            Memory.from_db("default", _ROW_FIELDS, candidate.row),
+            relevance,
+            components,
+            below_floor=1.0 - float(candidate.distance) < semantic_floor,
+        )
+        for candidate, relevance, components in others[:limit]
+    ]
+    return Recall(relevant=[], nearest=nearest)
 
 
 # --- One memory ---------------------------------------------------------------------------------
@@ -370,6 +441,8 @@ def memory_as_dict(memory: Memory) -> dict[str, Any]:
         "chunk": {"group": str(memory.chunk_group), "index": memory.chunk_index}
         if memory.chunk_group
         else None,
+        "version": memory.version,
+        "updatedAt": _iso(memory.updated_at),
     }
 
 
@@ -412,6 +485,98 @@ def supersession_chain(*, memory: Memory, max_length: int = 100) -> list[Memory]
 def memory_detail(*, memory: Memory) -> dict[str, Any]:
     """A memory with its supersession chain (ids, oldest first)."""
     return {**memory_as_dict(memory), "chain": [str(m.id) for m in supersession_chain(memory=memory)]}
+
+
+def memory_history(*, scope: Scope, memory_id: uuid.UUID) -> dict[str, Any]:
+    """What a memory ``scope`` may read said over time: each version its updates replaced, then the
+    current one, oldest first; with its supersession chain (memories that replaced one another)."""
+    memory = memory_get(scope=scope, memory_id=memory_id)
+    versions = [
+        {
+            "version": old.version,
+            "content": old.content,
+            "domain": old.domain or None,
+            "metadata": old.metadata,
+            "importance": old.importance,
+            "validFrom": _iso(old.valid_from),
+            "validUntil": _iso(old.replaced_at),
+            "current": False,
+        }
+        for old in MemoryVersion.objects.filter(memory=memory).order_by("version")
+    ]
+    versions.append(
+        {
+            "version": memory.version,
+            "content": memory.content,
+            "domain": memory.domain or None,
+            "metadata": memory.metadata,
+            "importance": memory.importance,
+            "validFrom": _iso(memory.updated_at or memory.created_at),
+            "validUntil": None,
+            "current": True,
+        }
+    )
+    return {
+        "id": str(memory.id),
+        "version": memory.version,
+        "versions": versions,
+        "chain": [str(m.id) for m in supersession_chain(memory=memory)],
+    }
+
+
+MAX_PAGE = 100
+MAX_OFFSET = 1_000_000_000  # far past any token's memories, and inside Postgres' OFFSET range
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """The filters of a token listing its memories; empty values do not filter."""
+
+    domain: str = ""
+    type: str = ""
+    pinned: bool | None = None
+    text: str = ""
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    include_superseded: bool = False
+
+
+def memories_list(*, scope: Scope, filters: ListFilters, limit: int = 20, offset: int = 0) -> dict[str, Any]:
+    """The memories ``scope`` told (never another token's, nor shared ones: a token lists what it can
+    change), newest first, one page of ``limit`` from ``offset``, with the total matching."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValidationFailed(f"limit must be 1 to {MAX_PAGE}.", details={"field": "limit"})
+    if not 0 <= offset <= MAX_OFFSET:
+        raise ValidationFailed(f"offset must be 0 to {MAX_OFFSET}.", details={"field": "offset"})
+    if filters.created_after and filters.created_before and filters.created_after >= filters.created_before:
+        raise ValidationFailed(
+            "createdAfter must be earlier than createdBefore.",
+            details={"field": "createdBefore", "createdAfter": filters.created_after.isoformat()},
+        )
+    memories = Memory.objects.filter(scope.own()).live().defer("embedding")
+    if not filters.include_superseded:
+        memories = memories.current()
+    if filters.domain:
+        memories = memories.filter(domain=filters.domain)
+    if filters.type:
+        memories = memories.filter(type=filters.type)
+    if filters.pinned is not None:
+        memories = memories.filter(pinned=filters.pinned)
+    if filters.text:
+        memories = memories.filter(content__icontains=filters.text)
+    if filters.created_after:
+        memories = memories.filter(created_at__gte=filters.created_after)
+    if filters.created_before:
+        memories = memories.filter(created_at__lt=filters.created_before)
+    total = memories.count()
+    page = list(memories.order_by("-created_at", "-id")[offset : offset + limit])
+    return {
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "nextOffset": offset + limit if offset + limit < total else None,
+        "memories": [memory_as_dict(memory) for memory in page],
+    }
 
 
 # --- The operators' pages -------------------------------------------------------------------------

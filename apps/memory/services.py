@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,10 +28,10 @@ from apps.core.logging import get_logger
 from apps.core.models import ApiToken
 from apps.core.text import text_problem, unstorable_paths
 from apps.embeddings.fields import hnsw_filtered_scan
-from apps.embeddings.services import embed_texts
+from apps.embeddings.services import embed_text, embed_texts
 from apps.memory import rdf
-from apps.memory.models import Memory, MemoryAccess, MemorySettings, MemoryType
-from apps.memory.text import concepts_extract, content_chunks
+from apps.memory.models import DOMAIN_PATTERN, Memory, MemoryAccess, MemorySettings, MemoryType, MemoryVersion
+from apps.memory.text import CHUNK_CHARS, concepts_extract, content_chunks
 
 logger = get_logger(__name__)
 
@@ -408,6 +409,146 @@ def memory_forget(*, scope: Scope, memory_id: uuid.UUID, mode: str) -> dict[str,
 def memory_pin(*, scope: Scope, memory_id: uuid.UUID, pinned: bool) -> Memory:
     with transaction.atomic():
         return _pin(owned_memory(scope=scope, memory_id=memory_id, lock=True), pinned)
+
+
+UPDATABLE = ("content", "metadata", "importance", "domain")
+FORGET_ALL_CONFIRMATION = "confirm"
+
+
+def memory_update(*, scope: Scope, memory_id: uuid.UUID, changes: dict[str, Any]) -> dict[str, Any]:
+    """Edit one of ``scope``'s token's memories in place (same id): ``changes`` holds any of content,
+    metadata (replaced whole), importance and domain (``None`` or "" clears it).
+
+    A new content is embedded again (the model runs before the transaction, as in ``tell``) and its
+    concepts extracted again. What the memory said before is kept as a ``MemoryVersion`` and the
+    memory's ``version`` goes up by one; values equal to the stored ones change nothing (no version).
+    ``{"memory": Memory, "changed": [field names]}``.
+    """
+    unknown = sorted(set(changes) - set(UPDATABLE))
+    if unknown or not changes:
+        raise ValidationFailed(
+            "Send at least one of content, metadata, importance and domain to update.",
+            details={"field": "body", "unknown": unknown, "accepted": list(UPDATABLE)},
+        )
+    _update_check(changes)
+    content = changes.get("content")
+    vector = embed_text(text=content) if content is not None else None
+    now = timezone.now()
+    with transaction.atomic():
+        if not _locked(Q(token=scope.token, id=memory_id)):
+            raise NotFound(
+                f"No memory {memory_id} among this token's memories.", details={"id": str(memory_id)}
+            )
+        memory = Memory.objects.get(pk=memory_id)
+        wanted = {**changes, "domain": changes["domain"] or ""} if "domain" in changes else dict(changes)
+        changed = [name for name in UPDATABLE if name in wanted and getattr(memory, name) != wanted[name]]
+        if not changed:
+            return {"memory": memory, "changed": []}
+        if memory.shared and wanted.get("domain", memory.domain) == "":
+            raise Conflict(
+                "An operator shares this memory domain-wide: it keeps a domain (give another one).",
+                details={"field": "domain", "id": str(memory_id)},
+            )
+        MemoryVersion.objects.create(
+            memory=memory,
+            version=memory.version,
+            content=memory.content,
+            domain=memory.domain,
+            metadata=memory.metadata,
+            importance=memory.importance,
+            valid_from=memory.updated_at or memory.created_at,
+            replaced_at=now,
+        )
+        for name in changed:
+            setattr(memory, name, wanted[name])
+        fields = [*changed, "version", "updated_at"]
+        if "content" in changed:
+            memory.content_hash = hashlib.sha256(memory.content.encode()).hexdigest()
+            memory.embedding = vector
+            memory.concepts = concepts_extract(memory.content)
+            fields += ["content_hash", "embedding", "concepts"]
+        memory.version += 1
+        memory.updated_at = now
+        memory.save(update_fields=fields)
+    logger.info(
+        "memory.updated",
+        token_id=scope.token.pk,
+        memory_id=str(memory_id),
+        version=memory.version,
+        changed=changed,
+    )
+    return {"memory": memory, "changed": changed}
+
+
+def _update_check(changes: dict[str, Any]) -> None:
+    """What ``tell`` checks of an item, for the fields an update names (the schema checked their types)."""
+    from apps.memory.schemas import MAX_METADATA_BYTES  # schemas import this module
+
+    if "content" in changes:
+        content = changes["content"]
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationFailed("content must hold some text.", details={"field": "content"})
+        if len(content) > CHUNK_CHARS:
+            raise ValidationFailed(
+                f"content holds {len(content)} characters; an update keeps one memory, at most "
+                f"{CHUNK_CHARS}: tell a longer text as a new memory that supersedes this one.",
+                details={"field": "content", "max": CHUNK_CHARS},
+            )
+        if problem := text_problem(content):
+            raise ValidationFailed(f"content {problem}.", details={"field": "content"})
+    if "metadata" in changes:
+        metadata = changes["metadata"]
+        if not isinstance(metadata, dict):
+            raise ValidationFailed("metadata must be a JSON object.", details={"field": "metadata"})
+        if problems := unstorable_paths(metadata, "metadata"):
+            raise ValidationFailed(f"{problems[0][0]} {problems[0][1]}.", details={"field": "metadata"})
+        if len(json.dumps(metadata, ensure_ascii=False).encode()) > MAX_METADATA_BYTES:
+            raise ValidationFailed(
+                f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON.", details={"field": "metadata"}
+            )
+    importance = changes.get("importance", 0.5)
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or not 0.0 <= importance <= 1.0
+    ):
+        raise ValidationFailed("importance must be 0 to 1.", details={"field": "importance"})
+    domain = changes.get("domain")
+    if domain and not re.fullmatch(DOMAIN_PATTERN, domain):
+        raise ValidationFailed(
+            "domain must be a lowercase name (letters, digits, . _ -), e.g. security.",
+            details={"field": "domain"},
+        )
+
+
+def memories_forget_all(*, scope: Scope, confirm: bool, domain: str = "") -> dict[str, Any]:
+    """Remove every memory ``scope`` told (its agent and session namespace when given, and only in
+    ``domain`` when given), with their versions and access history: what ``confirm`` must say yes to.
+    Never another token's memories, nor shared ones it did not tell. ``{"forgotten": n, …}``."""
+    if confirm is not True:
+        raise ValidationFailed(
+            "Forgetting all memories cannot be undone: send confirm: true to remove every memory of "
+            "this token" + (" in this namespace" if scope.agent or scope.session else "") + ".",
+            details={"field": FORGET_ALL_CONFIRMATION, "expected": True},
+        )
+    memories = Memory.objects.filter(scope.own())
+    if domain:
+        memories = memories.filter(domain=domain)
+    forgotten = _batched_delete(memories)
+    logger.info(
+        "memory.forgotten_all",
+        token_id=scope.token.pk,
+        agent=scope.agent,
+        session=scope.session,
+        domain=domain,
+        forgotten=forgotten,
+    )
+    return {
+        "forgotten": forgotten,
+        "agent": scope.agent or None,
+        "session": scope.session or None,
+        "domain": domain or None,
+    }
 
 
 def memory_forget_by_operator(*, memory_id: uuid.UUID, mode: str, operator: str = "") -> dict[str, Any]:

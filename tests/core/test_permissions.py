@@ -84,12 +84,16 @@ HTTP_PROBES: dict[str, Probe] = {
     "POST /v1/knowledge/search": Probe("POST", "/v1/knowledge/search", 422, {}),
     "POST /v1/knowledge/verify": Probe("POST", "/v1/knowledge/verify", 422, {}),
     "POST /v1/grounding/ground": Probe("POST", "/v1/grounding/ground", 422, {}),
+    "GET /v1/memory": Probe("GET", "/v1/memory", 200),  # the token's memories: none
+    "POST /v1/memory/forget-all": Probe("POST", "/v1/memory/forget-all", 422, {}),  # no confirm: true
     "POST /v1/memory/tell": Probe("POST", "/v1/memory/tell", 422, {}),
     "POST /v1/memory/tell/batch": Probe("POST", "/v1/memory/tell/batch", 422, {}),
     "POST /v1/memory/ask": Probe("POST", "/v1/memory/ask", 422, {}),
     "GET /v1/memory/export": Probe("GET", "/v1/memory/export", 200),  # the token's memories: none
     "POST /v1/memory/import": Probe("POST", "/v1/memory/import", 422, {}),  # JSON-LD holding no memory
     "GET /v1/memory/{memory_id}": Probe("GET", f"/v1/memory/{UNKNOWN_UUID}", 404),
+    "PATCH /v1/memory/{memory_id}": Probe("PATCH", f"/v1/memory/{UNKNOWN_UUID}", 404, {"importance": 0.9}),
+    "GET /v1/memory/{memory_id}/history": Probe("GET", f"/v1/memory/{UNKNOWN_UUID}/history", 404),
     "DELETE /v1/memory/{memory_id}": Probe("DELETE", f"/v1/memory/{UNKNOWN_UUID}", 404),
     "POST /v1/memory/{memory_id}/forget": Probe("POST", f"/v1/memory/{UNKNOWN_UUID}/forget", 404, {}),
     "POST /v1/memory/{memory_id}/pin": Probe("POST", f"/v1/memory/{UNKNOWN_UUID}/pin", 404, {}),
@@ -163,6 +167,14 @@ MCP_PROBES: dict[str, McpProbe] = {
     "tools/call tell": McpProbe("tools/call", "tell", "validation_error"),
     "tools/call ask": McpProbe("tools/call", "ask", "validation_error"),
     "tools/call memory.forget": McpProbe("tools/call", "memory.forget", "not_found", {"id": UNKNOWN_UUID}),
+    "tools/call memory.list": McpProbe("tools/call", "memory.list", "ok"),
+    "tools/call memory.get": McpProbe("tools/call", "memory.get", "not_found", {"id": UNKNOWN_UUID}),
+    "tools/call memory.update": McpProbe(
+        "tools/call", "memory.update", "not_found", {"id": UNKNOWN_UUID, "importance": 0.9}
+    ),
+    "tools/call memory.history": McpProbe("tools/call", "memory.history", "not_found", {"id": UNKNOWN_UUID}),
+    "tools/call memory.pin": McpProbe("tools/call", "memory.pin", "not_found", {"id": UNKNOWN_UUID}),
+    "tools/call memory.forget_all": McpProbe("tools/call", "memory.forget_all", "validation_error"),
     "tools/call memory.export": McpProbe("tools/call", "memory.export", "ok"),
     "tools/call ontology_discover": McpProbe("tools/call", "ontology_discover", "validation_error"),
     "tools/call ontology_read": McpProbe(
@@ -593,8 +605,8 @@ def test_the_table_lists_every_page() -> None:
 
 def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
-        "http": (63, 7),
-        "mcp": (25, 7),
+        "http": (67, 7),
+        "mcp": (31, 7),
         "pages": (34, 15),
         "api sessions": (28, 15),
     }

@@ -296,6 +296,16 @@ def test_one_token_never_reaches_another_tokens_memories(agent_a, agent_b) -> No
     assert post(client_b, f"/v1/memory/{secret}/pin", {}).status_code == 404
     assert secret not in client_b.get("/api/memories/").content.decode()
     assert client_b.get(f"/api/memories/{secret}/").status_code == 404
+    # The routes of issue 25: a 404 as for an id that does not exist, and nothing changes.
+    listed = client_b.get("/v1/memory?text=heliotrope&includeSuperseded=true").json()
+    assert (listed["total"], listed["memories"]) == (0, [])
+    updated = client_b.patch(
+        f"/v1/memory/{secret}", json.dumps({"content": "B was here."}), content_type=JSON
+    )
+    assert updated.status_code == 404
+    assert updated.json()["error"]["message"] == f"No memory {secret} among this token's memories."
+    assert client_b.get(f"/v1/memory/{secret}/history").status_code == 404
+    assert post(client_b, "/v1/memory/forget-all", {"confirm": True}).json()["forgotten"] == 1  # B's own
     caller = Caller(transport="mcp-http", token=token_b)
     mcp_ask = mcp_tool_call(
         name="ask", arguments={"question": "launch code word", "domain": "ops"}, caller=caller
@@ -303,6 +313,23 @@ def test_one_token_never_reaches_another_tokens_memories(agent_a, agent_b) -> No
     assert secret not in json.dumps(mcp_ask.structured)
     forget = mcp_tool_call(name="memory.forget", arguments={"id": secret, "mode": "remove"}, caller=caller)
     assert forget.is_error and forget.text.startswith("not_found:")
+    for name, arguments in (
+        ("memory.get", {"id": secret}),
+        ("memory.update", {"id": secret, "importance": 1.0}),
+        ("memory.history", {"id": secret}),
+        ("memory.pin", {"id": secret}),
+    ):
+        refused = mcp_tool_call(name=name, arguments=arguments, caller=caller)
+        assert refused.is_error and refused.text.startswith("not_found:"), name
+    assert mcp_tool_call(name="memory.list", arguments={}, caller=caller).structured["total"] == 0
+    kept = Memory.objects.get(id=secret)
+    assert (kept.content, kept.importance, kept.version, kept.pinned) == (
+        "Agent A's private note: the launch code word is heliotrope.",
+        0.5,
+        1,
+        False,
+    )
+    tell(token_b, "Agent B's note about lunch plans.", domain="ops")
     # Superseding another token's memory is refused too, and stores nothing.
     count = Memory.objects.count()
     refused = post(
@@ -488,7 +515,15 @@ def test_without_an_llm_the_answer_is_extractive_and_cites_memories(agent_a) -> 
         "similarity": pytest.approx(answer["citations"][0]["similarity"]),
     }
     nothing = post(client, "/v1/memory/ask", {"question": "zebra migration", "threshold": 0.99}).json()
-    assert nothing["answer"] == {"method": "none", "text": "", "citations": []}
+    assert nothing["answer"] == {
+        "method": "none",
+        "text": "",
+        "citations": [],
+        "reason": "nothing relevant remembered",
+    }
+    # Nothing is answered from, but the nearest memory is listed apart, marked under the floor.
+    assert (nothing["memories"], nothing["reason"]) == ([], "nothing relevant remembered")
+    assert [(hit["id"], hit["belowFloor"]) for hit in nothing["nearest"]] == [(told["id"], True)]
 
 
 def test_with_an_llm_the_answer_cites_only_memories_it_was_given(agent_a, citing_llm) -> None:
