@@ -1,8 +1,9 @@
 """The seed's flow (initialize → tell → ask) with the official MCP SDK client, over stdio
 (``manage.py mcp_stdio`` as a subprocess) and over streamable HTTP (the live server's ``/mcp``):
 ``initialize`` gives a protocol version, ``tell`` confirms storage, ``ask`` returns the told fact
-and none of the unrelated memories (they are under the semantic floor); over stdio nothing but JSON-RPC reaches stdout. A token without the
-``write`` scope is refused ``tell``, and nothing is stored."""
+and none of the unrelated memories (they are under the semantic floor); over stdio nothing but
+JSON-RPC reaches stdout. A token without the ``write`` scope is refused ``tell``, and nothing is
+stored."""
 
 from __future__ import annotations
 
