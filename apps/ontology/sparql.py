@@ -279,15 +279,36 @@ def _parsed(sparql: str) -> tuple[Any, str]:
     except RecursionError:
         raise _Refused(["The query nests too deeply to be parsed."], [_NESTING_HINT]) from None
     except ParseException as error:
-        # An update does not parse as a query: say it is one rather than where the grammar stopped.
+        # An update, or a query whose form is misspelt, does not parse as a query: say which it is
+        # rather than where the grammar stopped.
         try:
             ensure_read_only(text, allowed_services=frozenset())
         except ValidationFailed as refusal:
-            raise _Refused([f"{refusal.message}; ontology changes go through ontology_propose."]) from None
+            raise _read_only_refused(refusal) from None
         except RecursionError:
             pass  # not an update either: the syntax error below says where the query went wrong
         line, column = _position(sparql, error.loc - offset)
         raise _Refused([f"SPARQL syntax error at line {line}, column {column}: {error.msg}."]) from None
+
+
+def _read_only_refused(refusal: ValidationFailed) -> _Refused:
+    """The shared read-only guard's refusal in this endpoint's words. The guard serves Wikidata, which
+    runs CONSTRUCT and DESCRIBE too; here only SELECT and ASK are served, so a query whose first word
+    is no query form (``SELEC``) is told those two, with the nearest as a hint, never the guard's list."""
+    keyword = str(refusal.details.get("keyword") or "")
+    if keyword == "SERVICE":
+        return _Refused(
+            [refusal.message], ["The query runs on the ontology alone; nothing is fetched from a URL."]
+        )
+    if refusal.message.startswith("only read-only"):  # an update keyword
+        return _Refused([f"{refusal.message}; ontology changes go through ontology_propose."])
+    found = f"; found {keyword}" if keyword else "; found no query form"
+    nearest = difflib.get_close_matches(keyword.upper(), SERVED_FORMS, n=1, cutoff=0.6)
+    start = "Start the query with SELECT (rows) or ASK (one boolean), after any PREFIX lines."
+    return _Refused(
+        [f"Only SELECT and ASK queries are served here{found}."],
+        [f"Did you mean {nearest[0]}? {start}" if nearest else start],
+    )
 
 
 def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
@@ -295,10 +316,7 @@ def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
     try:
         ensure_read_only(text, allowed_services=frozenset())
     except ValidationFailed as refusal:
-        hints = ["The query runs on the ontology alone; nothing is fetched from a URL."]
-        raise _Refused(
-            [refusal.message], hints if refusal.details.get("keyword") == "SERVICE" else []
-        ) from None
+        raise _read_only_refused(refusal) from None
     form = str(getattr(parsed[1], "name", "")).removesuffix("Query").upper()
     if form not in SERVED_FORMS:
         raise _Refused(
