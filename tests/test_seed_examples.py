@@ -30,11 +30,12 @@ from jsonschema import Draft202012Validator
 from apps.arxiv.models import Paper
 from apps.arxiv.services import arxiv_limiter
 from apps.connectors.gateway import connector_sync
+from apps.core.models import ApiToken, Event
 from apps.core.signing import verify
 from apps.knowledge import services as knowledge_services
 from apps.knowledge.services import _validated
 from apps.memory.models import Memory
-from apps.ontology.models import NAMESPACE
+from apps.ontology.models import NAMESPACE, OntologyProposal
 from apps.ontology.proposals import propose_limiter
 from tests.arxiv.replay_server import ReplayArxiv
 from tests.arxiv.replay_server import Reply as ArxivReply
@@ -140,9 +141,14 @@ def test_000_the_service_map_as_the_seed_publishes_it(cortex_server, registry_co
     (over_mcp,) = _mcp(cortex_server, None, ("connectors.service_map", {}))
     assert _ok(over_mcp) == body
 
+    # The example's root and connector keys, no others (remoteTools only where a connector has tools).
+    assert sorted(body) == ["brand", "connectors", "generatedAt", "id", "signature", "ttlSeconds"]
     assert body["brand"] == "brAInwav"
     connectors = {each["id"]: each for each in body["connectors"]}
     entry = connectors["wikidata"]
+    assert sorted(entry) == sorted(
+        ["id", "version", "endpoint", "auth", "scopes", "ttlSeconds", "enabled", "metadata", "remoteTools"]
+    )
     assert entry["remoteTools"][0]["name"] == "wikidata.vector_search_items"
     assert entry["remoteTools"][0]["tags"] == ["vector", "wikidata", "items"]
     assert entry["remoteTools"][0]["scopes"] == ["facts", "entities"]
@@ -232,6 +238,7 @@ def test_000_an_upstream_named_get_entity_claims_is_the_canonical_get_claims(
     cortex_server,
     upstream,  # noqa: F811
     make_token,
+    caplog,
 ) -> None:
     """000_0a85341cd58d424d.txt, User Story 3:
 
@@ -244,6 +251,15 @@ def test_000_an_upstream_named_get_entity_claims_is_the_canonical_get_claims(
     upstream.rename_tool("get_statements", "get_entity_claims")  # the 2025 server's name
     report = connector_sync(slug="wikidata")  # registering the connector reads the upstream's tools/list
     assert report.renamed == {"wikidata.get_claims": "get_entity_claims"}
+    # "**And** logs the normalization with brAInwav context"
+    synced = [
+        record.msg
+        for record in caplog.records
+        if isinstance(record.msg, dict) and record.msg["event"] == "connectors.synced"
+    ]
+    assert [(line["brand"], line["connector"], line["renamed"]) for line in synced] == [
+        ("brAInwav", "wikidata", {"wikidata.get_claims": "get_entity_claims"})
+    ]
     _, token = make_token("read", "upstream", name="seed-000-renamed")
     response = _post(
         _rest(token), "/v1/tools/call", {"name": "wikidata.get_claims", "arguments": {"qids": ["Q937"]}}
@@ -493,14 +509,20 @@ def test_001_ground_a_message_as_the_grounding_message(cortex_server, pack, veri
     "grounding_message: ... required: - type - verifications ... type: const: "grounding" ...
     original_message_id ... injected_knowledge: ... topic, content, source ... summary"
     "agent_protocol: ground_message: description: "Ground a message before delivery""
+    "injection_mode: ... enum: - automatic ... - on_request ... - on_detection # Ground when claims
+    detected"; "trigger_patterns: ... - "should be""
     """
-    message = {"message": MD5_CLAIM, "messageId": "msg-001"}
+    message = {"message": MD5_CLAIM, "messageId": "msg-001", "mode": "on_detection"}
     response = _post(_rest(verifier), "/v1/grounding/ground", message)
     assert response.status_code == 200, response.content
     (over_mcp,) = _mcp(cortex_server, verifier, ("grounding.ground", message))
     for body in (response.json(), _ok(over_mcp)):
         assert _schema_errors(GROUNDING_MESSAGE, body) == []
-        assert (body["type"], body["original_message_id"]) == ("grounding", "msg-001")
+        assert (body["type"], body["original_message_id"], body["mode"]) == (
+            "grounding",
+            "msg-001",
+            "on_detection",
+        )
         assert [item["claim"] for item in body["verifications"]] == [MD5_CLAIM]
         assert body["verifications"][0]["verified"] is False
         assert body["summary"]
@@ -664,6 +686,14 @@ def test_002_search_with_the_seeds_input_schema(
         assert (body["status"], body["source"], body["brand"]) == ("succeeded", "arxiv", "brAInwav")
         assert len(body["items"]) == 10
     assert _ok(over_mcp[0])["items"] == rest["items"]
+    # User Story 4: "A2A events are emitted for tool start and success **And** events include
+    # correlation IDs and execution metadata".
+    events = Event.objects.filter(payload__runId=rest["runId"]).order_by("pk")
+    assert [(event.name, event.payload["brand"], bool(event.correlation_id)) for event in events] == [
+        ("arxiv.tool.started", "brAInwav", True),
+        ("arxiv.tool.completed", "brAInwav", True),
+    ]
+    assert events[1].payload["parameters"]["query"] == SEED_002_SEARCH["query"]
     first = rest["items"][0]
     assert first["title"] and first["authors"] and first["summary"] and first["url"].startswith("http")
     # What reached arXiv: the seed's fields as arXiv's parameters; the defaults are the seed's.
@@ -729,6 +759,8 @@ def test_002_arxiv_unavailable_degrades_to_local_papers_with_the_brand(
     search = {"query": "transformer attention", "maxResults": 5}
     response = _post(_rest(searcher), "/v1/arxiv/search", search)
     assert response.status_code == 200, response.content
+    # User Story 2: "requests are retried up to 3 times".
+    assert len(arxiv_down.arrivals) == 4
     (over_mcp,) = _mcp(
         cortex_server, searcher, ("arxiv.search", {**search, "query": "attention transformer"})
     )
@@ -765,9 +797,12 @@ def test_002_queries_within_three_seconds_are_spaced_three_seconds_apart(
     (second,) = _mcp(cortex_server, searcher, ("arxiv.search", {"query": "rate limited two"}))
     assert first.json()["status"] == _ok(second)["status"] == "succeeded"
     assert len(arxiv.arrivals) == 2
-    # Arrival times are taken by the replay's thread: 10 ms for timer and loopback jitter, as the
-    # cross-process test allows.
-    assert min(arxiv.gaps()) >= 3.0 - 0.01, arxiv.gaps()
+    # The spacing is claimed just before each request is sent (apps/arxiv/clients.py); the replay
+    # stamps arrivals in its own thread, so a first request slowed between claim and arrival (the
+    # live server, the worker and the test share this process and a loaded machine) shortens the gap
+    # measured here: 2.951 s was seen once with eight test sessions on two cores. 100 ms allows for
+    # that; tests/arxiv/test_cross_process.py holds the 10 ms bound on its quieter path.
+    assert min(arxiv.gaps()) >= 3.0 - 0.1, arxiv.gaps()
 
 
 # ============================================================================================ seed 003
@@ -956,6 +991,12 @@ def test_003_propose_create_and_amend(cortex_server, committed_ontology, propose
         assert {"consistent", "new_subsumptions"} <= set(proposal["consistency"])
         assert proposal["consistency"]["consistent"] is True
         assert "pr_url" not in proposal  # no pull request is opened
+    # "agent_id and user_id are overwritten server-side ... and are not trusted from the body."
+    token = ApiToken.objects.get(name="seed-003-proposer")
+    assert {
+        (row.agent_context["agent_id"], row.agent_context["user_id"], row.agent_context["claimed_agent_id"])
+        for row in OntologyProposal.objects.all()
+    } == {(f"token:{token.prefix}", f"token:{token.pk}", "agent-7")}
 
 
 def test_003_validate(cortex_server, committed_ontology) -> None:  # noqa: F811
