@@ -1,7 +1,8 @@
 """Admin of memory: the settings (one row: ask's weights, validated to sum to 1, and the lifecycle's
 constants), and the memories themselves, where operators share them domain-wide, pin and unpin.
 
-Memories are what agents told: their content, scope and history are read-only here. A token's
+Memories are what agents told: their content, scope and history (supersession, and the versions
+updates replaced) are read-only here. A token's
 memories move to its replacement with the token admin's "Rotate" action.
 """
 
@@ -15,7 +16,7 @@ from apps.core.admin_mixins import SingletonAdminMixin, change_link, json_displa
 from apps.core.errors import ValidationFailed
 from apps.core.models import ApiToken
 from apps.memory import services
-from apps.memory.models import Memory, MemorySettings
+from apps.memory.models import Memory, MemorySettings, MemoryVersion
 
 
 @admin.register(MemorySettings)
@@ -33,6 +34,7 @@ class MemorySettingsAdmin(SingletonAdminMixin, admin.ModelAdmin):
                     "weight_semantic",
                     "weight_frequency",
                     "relevance_threshold",
+                    "semantic_floor",
                     "temporal_lambda_per_day",
                     "frequency_saturation",
                 ]
@@ -55,6 +57,19 @@ class MemorySettingsAdmin(SingletonAdminMixin, admin.ModelAdmin):
     ]
 
 
+class MemoryVersionInline(admin.TabularInline):
+    """What a memory said before each update (``PATCH /v1/memory/{id}``): read-only history."""
+
+    model = MemoryVersion
+    fields = readonly_fields = ["version", "content", "domain", "importance", "valid_from", "replaced_at"]
+    extra = 0
+    can_delete = False
+    ordering = ["version"]
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = [
@@ -71,14 +86,16 @@ class MemoryAdmin(admin.ModelAdmin):
         "id", "token_link", "agent", "session", "content", "content_hash", "domain", "type", "concepts",
         "metadata_json", "chunk_group", "chunk_index", "importance", "access_count", "last_accessed_at",
         "decay_factor", "decayed_at", "created_at", "expires_at", "valid_from", "valid_until",
-        "superseded_by_link",
+        "superseded_by_link", "version", "updated_at",
     ]  # fmt: skip
+    inlines = [MemoryVersionInline]
     fieldsets = [
         (None, {"fields": ["id", "content", "domain", "type", "concepts", "metadata_json"]}),
         ("Scope", {"fields": ["token_link", "agent", "session", "shared"]}),
         ("Lifecycle", {"fields": ["pinned", "expires_at", "importance", "access_count", "last_accessed_at"]}),
         ("Decay", {"fields": ["decay_factor", "decayed_at"]}),
         ("Validity", {"fields": ["created_at", "valid_from", "valid_until", "superseded_by_link"]}),
+        ("Versions", {"fields": ["version", "updated_at"]}),
         ("Chunk", {"fields": ["chunk_group", "chunk_index", "content_hash"]}),
     ]
 

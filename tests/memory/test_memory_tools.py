@@ -454,3 +454,15 @@ def test_another_tokens_memory_is_unreachable_over_mcp_stdio(make_token) -> None
             return await _reach_for(client, secret)
 
     _assert_unreachable(asyncio.run(go()), secret, own_count=2)
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_versions_and_the_semantic_floor(agent, admin_client) -> None:
+    token, client = agent
+    memory_id = tell(token, "Karl's office is room 12.")
+    patch(client, memory_id, {"content": "Karl's office is room 14."})
+    page = admin_client.get(f"/admin/memory/memory/{memory_id}/change/").content.decode()
+    assert "Karl&#x27;s office is room 12." in page  # the version the update replaced
+    config = MemorySettings.current()
+    settings_page = admin_client.get(f"/admin/memory/memorysettings/{config.pk}/change/").content.decode()
+    assert 'name="semantic_floor" value="0.26"' in settings_page
