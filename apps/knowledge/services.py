@@ -53,8 +53,18 @@ EMBED_BATCH = 64
 _ENTRY_ID_RE = re.compile(ENTRY_ID_PATTERN)
 _DOMAIN_RE = re.compile(DOMAIN_NAME_PATTERN)
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_MARKDOWN_ID_RE = re.compile(r"^\[?([A-Z]+-\d{3})\]?[:\s—-]+(.+)$")
-_MARKDOWN_META_RE = re.compile(r"^(source|url|tags|related|confidence|last_verified)\s*:\s*(.*)$", re.I)
+# A heading that starts an entry: ``SEC-001: Topic`` (or ``[SEC-001] Topic``, ``SEC-001 — Topic``).
+_MARKDOWN_ID_RE = re.compile(r"^\[?([A-Z]+-\d{3})\]?(?:[:\s—-]+(.+))?$")
+# What a writer may have meant as one: letters, a hyphen and digits in any case or count (``sec-7``),
+# told what is wrong with it instead of "id is required".
+_MARKDOWN_LOOSE_ID_RE = re.compile(r"^\[?([A-Za-z]+)-(\d+)\]?(?:[:\s—-]+(.+))?$")
+# ``key: value`` lines under a heading, also as a list item or in bold (``- id: SEC-001``,
+# ``**id:** SEC-001``, ``id : SEC-001``), as Markdown editors write them.
+_MARKDOWN_META_RE = re.compile(
+    r"^(?:[-*+]\s+)?(?:\*\*|__)?(id|source|url|tags|related|confidence|last_verified)\s*(?:\*\*|__)?\s*:"
+    r"\s*(?:\*\*|__)?\s*(.*)$",
+    re.I,
+)
 
 
 # --- Parsing and validating a pack ----------------------------------------------------------
@@ -111,16 +121,19 @@ def _optional_fields(
     return url, float(confidence), last_verified
 
 
-def _entry(raw: Any, where: str, errors: list[dict[str, str]]) -> ParsedEntry | None:
+def _entry(
+    raw: Any, where: str, errors: list[dict[str, str]], missing: dict[str, str] | None = None
+) -> ParsedEntry | None:
+    """``raw`` checked field by field (errors appended, ``None`` when any); ``missing`` words the
+    error for a required field that is absent where the file's format says more (a Markdown heading)."""
     if not isinstance(raw, dict):
         errors.append({"path": where, "message": "must be an object with id, topic, content and source"})
         return None
     before = len(errors)
     for name in REQUIRED_FIELDS:
         if not isinstance(raw.get(name), str) or not raw[name].strip():
-            errors.append(
-                {"path": f"{where}.{name}", "message": "is required and must be a non-empty string"}
-            )
+            message = (missing or {}).get(name, "is required and must be a non-empty string")
+            errors.append({"path": f"{where}.{name}", "message": message})
     unknown = sorted(set(raw) - ENTRY_FIELDS)
     if unknown:
         errors.append({"path": where, "message": f"unknown field(s) {', '.join(unknown)}"})
@@ -174,15 +187,17 @@ def pack_parse_json(text: str) -> ParsedPack:
             "The file must be a JSON array of entries or an object with an 'entries' array.",
             details={"errors": [{"path": "$", "message": "no entries array"}]},
         )
-    return _validated([(raw, f"$[{index}]") for index, raw in enumerate(data)], source)
+    return _validated([(raw, f"$[{index}]", {}) for index, raw in enumerate(data)], source)
 
 
 def pack_parse_markdown(text: str, *, default_source: str) -> ParsedPack:
     """Markdown split by headings: each heading ``SEC-001: Topic`` (or ``## Topic`` with an ``id:``
     line) starts an entry, its paragraphs are the content (a heading with neither id nor text, such
     as the document's title, is skipped); ``source:``, ``url:``, ``tags:`` (comma
-    separated), ``related:``, ``confidence:``, ``last_verified:`` lines set those fields."""
-    sections: list[tuple[dict[str, Any], int]] = []
+    separated), ``related:``, ``confidence:``, ``last_verified:`` lines set those fields (also as
+    ``- key: value`` or ``**key:** value``). An entry without an id is told what its heading holds
+    and how to write one (``## sec-7`` is not an id: ``SEC-007``)."""
+    sections: list[tuple[dict[str, Any], int, str]] = []
     current: dict[str, Any] | None = None
     body: list[str] = []
 
@@ -191,8 +206,12 @@ def pack_parse_markdown(text: str, *, default_source: str) -> ParsedPack:
             return
         current["content"] = " ".join(" ".join(body).split())
         current.setdefault("source", default_source)
-        if "id" not in current and not current["content"]:
-            sections.pop()  # a title or grouping heading, not an entry
+        if (
+            "id" not in current
+            and not current["content"]
+            and not _MARKDOWN_LOOSE_ID_RE.match(sections[-1][2])
+        ):
+            sections.pop()  # a title or grouping heading, not an entry (``## sec-7`` meant one)
 
     for number, line in enumerate(text.splitlines(), start=1):
         heading = _HEADING_RE.match(line)
@@ -200,26 +219,20 @@ def pack_parse_markdown(text: str, *, default_source: str) -> ParsedPack:
             close()
             title = heading.group(2)
             named = _MARKDOWN_ID_RE.match(title)
-            current = {"id": named.group(1), "topic": named.group(2).strip()} if named else {"topic": title}
+            if named:
+                current = {"id": named.group(1)}
+                if named.group(2):
+                    current["topic"] = named.group(2).strip()
+            else:
+                current = {"topic": title}
             body = []
-            sections.append((current, number))
+            sections.append((current, number, title))
             continue
         if current is None:
             continue
         meta = _MARKDOWN_META_RE.match(line.strip())
         if meta:
-            key, value = meta.group(1).lower(), meta.group(2).strip()
-            if key in ("tags", "related"):
-                current[key] = [item.strip() for item in value.split(",") if item.strip()]
-            elif key == "confidence":
-                try:
-                    current[key] = float(value)
-                except ValueError:
-                    current[key] = value
-            else:
-                current[key] = value
-        elif line.strip().lower().startswith("id:"):
-            current["id"] = line.split(":", 1)[1].strip()
+            _markdown_field_set(current, meta.group(1).lower(), meta.group(2).strip())
         else:
             body.append(line.strip())
     close()
@@ -228,15 +241,51 @@ def pack_parse_markdown(text: str, *, default_source: str) -> ParsedPack:
             "The Markdown file has no headings; start each entry with a heading like '## SEC-001: Topic'.",
             details={"errors": [{"path": "line 1", "message": "no headings"}]},
         )
-    return _validated([(raw, f"line {number}") for raw, number in sections], {})
+    return _validated(
+        [(raw, f"line {number}", _markdown_missing(raw, title)) for raw, number, title in sections], {}
+    )
 
 
-def _validated(items: Sequence[tuple[Any, str]], source: dict[str, Any]) -> ParsedPack:
+def _markdown_field_set(entry: dict[str, Any], key: str, value: str) -> None:
+    """A ``key: value`` line's value on ``entry`` as the JSON format has it (lists, a number)."""
+    if key in ("tags", "related"):
+        entry[key] = [item.strip() for item in value.split(",") if item.strip()]
+    elif key == "confidence":
+        try:
+            entry[key] = float(value)
+        except ValueError:
+            entry[key] = value  # left for the validation to name
+    else:
+        entry[key] = value
+
+
+def _markdown_missing(raw: dict[str, Any], title: str) -> dict[str, str]:
+    """What to say of a Markdown entry's missing id or topic, from its heading ``title``."""
+    loose = _MARKDOWN_LOOSE_ID_RE.match(title)
+    if loose and "id" not in raw:
+        letters, digits = loose.group(1), loose.group(2)
+        suggested = f"{letters.upper()}-{int(digits):03d}" if int(digits) < 1000 else ""
+        example = suggested or "SEC-001"
+        meant = f" ({suggested}?)" if suggested else ""
+        return {
+            "id": f"'{letters}-{digits}' in the heading is not an id: an id is capital letters, a hyphen and "
+            f"three digits{meant}; write the heading as '## {example}: Topic', or add a line 'id: {example}' "
+            "under it"
+        }
+    if "id" in raw and "topic" not in raw:
+        return {"topic": f"is missing: the heading names only the id; write it as '## {raw['id']}: Topic'"}
+    return {
+        "id": f"is missing: the heading {title!r} names no id; start it with one ('## SEC-001: {title}') "
+        "or add a line 'id: SEC-001' under it"
+    }
+
+
+def _validated(items: Sequence[tuple[Any, str, dict[str, str]]], source: dict[str, Any]) -> ParsedPack:
     errors: list[dict[str, str]] = []
     entries: list[ParsedEntry] = []
     seen: dict[str, str] = {}
-    for raw, where in items:
-        entry = _entry(raw, where, errors)
+    for raw, where, missing in items:
+        entry = _entry(raw, where, errors, missing)
         if entry is None:
             continue
         if entry.entry_id in seen:
