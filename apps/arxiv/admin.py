@@ -118,7 +118,10 @@ class SearchRunAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmi
         "is_cached",
         "created_at",
     ]
-    summary_fields = (SummaryField("status", "Status", warn=("failed",)), SummaryField("kind", "Kind"))
+    summary_fields = (
+        SummaryField("status", "Status", warn=("failed", "degraded")),
+        SummaryField("kind", "Kind"),
+    )
     list_filter = ["status", "kind", CachedFilter]
     search_fields = ["=correlation_id"]
     search_help_text = "A run id or a correlation id (exact)."

@@ -7,7 +7,7 @@ import uuid
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from apps.core.models import TrackedRun
+from apps.core.models import RUN_PENDING_STATUSES, TrackedRun
 
 
 class Paper(models.Model):
@@ -61,11 +61,14 @@ class PaperVersion(models.Model):
 
 
 class RunStatus(models.TextChoices):
-    """The shared run lifecycle's states plus one of arXiv's own: the rate limit left no slot in time."""
+    """The shared run lifecycle's states (``apps.core.models.RunStatus``) plus one of arXiv's own: the
+    rate limit left no slot in time. ``degraded``: arXiv was down, and a search answered from the
+    stored papers instead (seed 002)."""
 
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
+    DEGRADED = "degraded", "Degraded"
     FAILED = "failed", "Failed"
     RATE_LIMITED = "rate_limited", "Rate limited"
 
@@ -77,7 +80,7 @@ class RunKind(models.TextChoices):
 
 class SearchRunQuerySet(models.QuerySet["SearchRun"]):
     def finished(self) -> SearchRunQuerySet:
-        return self.filter(status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.RATE_LIMITED])
+        return self.exclude(status__in=RUN_PENDING_STATUSES)
 
 
 class SearchRun(TrackedRun):
@@ -116,6 +119,23 @@ class SearchRun(TrackedRun):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id} {self.status}"
+
+    @property
+    def asked(self) -> str:
+        """What the run asked for, as a list shows it: the search's query, or a lookup's ids."""
+        parameters = self.parameters or {}
+        if "query" in parameters:
+            return str(parameters["query"])
+        return ", ".join(str(arxiv_id) for arxiv_id in parameters.get("ids", []))
+
+    @property
+    def answer_count(self) -> int | None:
+        """How many papers the run returned (arXiv's, a cached run's, or a degraded run's stored ones);
+        None while pending or when it ended without an answer (failed, rate limited)."""
+        page = (self.cached_from.result if self.cached_from_id and self.cached_from else None) or self.result
+        if not isinstance(page, dict):
+            return None
+        return len(page.get("items") or [])
 
 
 class SearchRunPaper(models.Model):

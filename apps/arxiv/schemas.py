@@ -37,7 +37,11 @@ class LookupIn(StrictSchema):
 
 class RunOut(Schema):
     runId: str
-    status: str
+    status: Literal["queued", "running", "succeeded", "degraded", "failed", "rate_limited"] = Field(
+        ...,
+        description="degraded: arXiv was down and the search answered from the stored papers "
+        "(source: stored), perhaps with none; reason says why.",
+    )
     cached: bool | None = None
     source: str | None = None
     brand: str | None = None

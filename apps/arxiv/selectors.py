@@ -24,6 +24,17 @@ def search_run_get(*, run_id: UUID | str) -> SearchRun:
     return run
 
 
+RECENT_RUNS = 20
+
+
+def search_runs_recent(*, status: str | None = None, limit: int = RECENT_RUNS) -> list[SearchRun]:
+    """The newest runs (of one status, when given), each with the run it was answered from."""
+    runs = SearchRun.objects.select_related("cached_from")
+    if status:
+        runs = runs.filter(status=status)
+    return list(runs[:limit])
+
+
 # --- Pages (/papers) ---------------------------------------------------------------------
 
 

@@ -176,7 +176,7 @@ def search_run_outcome(*, run: SearchRun) -> dict[str, Any]:
     if run.pending:
         return {"runId": str(run.pk), "status": run.status, "poll": f"/v1/arxiv/runs/{run.pk}"}
     if _degraded(run):
-        # arXiv was down: the run failed, and the answer is the stored papers' page, with why.
+        # arXiv was down: the answer is the stored papers' page, with why.
         brand = settings.CORTEX_BRAND
         return {
             "runId": str(run.pk),
@@ -219,7 +219,7 @@ def arxiv_tool_description(what: str) -> str:
 
 
 def _degraded(run: SearchRun) -> bool:
-    return run.status == RunStatus.FAILED and bool((run.result or {}).get("degraded"))
+    return run.status == RunStatus.DEGRADED
 
 
 # --- Executing (Celery worker) -----------------------------------------------------------
@@ -374,21 +374,25 @@ def _finish_rate_limited(
 
 
 def _finish_failed(run: SearchRun, error: UpstreamError, started: float, progress: _Progress) -> SearchRun:
+    """A run arXiv did not answer: ``degraded`` when it is a search arXiv was down for (it answers from
+    the stored papers, perhaps with none), ``failed`` with the error otherwise."""
     failure_type = error_type(error)
+    stored = _stored_answer(run, error)
+    status = RunStatus.DEGRADED if stored is not None else RunStatus.FAILED
     _finish(
         run,
         started,
         progress,
-        status=RunStatus.FAILED,
+        status=status,
         error=error.message,
         error_type=failure_type,
         retryable=error.retryable,
-        result=_stored_answer(run, error),
+        result=stored,
     )
-    arxiv_metrics.tool_calls_total.labels(outcome="failed").inc()
+    arxiv_metrics.tool_calls_total.labels(outcome=str(status)).inc()
     arxiv_metrics.errors_total.labels(type=failure_type).inc()
     event_emit(
-        name="arxiv.tool.failed",
+        name=f"arxiv.tool.{status}",
         payload=_event_payload(run, error=branded(error.message), errorType=failure_type),
     )
     logger.warning(

@@ -31,7 +31,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.arxiv import selectors, services
 from apps.arxiv.forms import LiveSearchForm, PaperFilterForm
 from apps.arxiv.models import Paper, RunStatus, SearchRun
-from apps.core.errors import ApplicationError, FeatureDisabled, NotFound, RateLimited
+from apps.core.errors import ApplicationError, FeatureDisabled, InvalidParameter, NotFound, RateLimited
+from apps.core.filters import filter_choice
 from apps.core.pages import page_role_granted, permission_page, render_page_or_fragment, web_url
 from apps.core.services import page_submission_check
 
@@ -48,7 +49,8 @@ LIVE_WAIT_CAP_SECONDS = 8.0
 
 @require_GET
 def paper_list(request: HttpRequest) -> HttpResponse:
-    """Stored papers: full-text search, category and published-date filters, 20 a page."""
+    """Stored papers: full-text search, category and published-date filters, 20 a page; for run
+    readers and searchers also the recent runs (``?status=`` filters them)."""
     form = PaperFilterForm(request.GET or None)
     if form.is_bound:
         form.is_valid()
@@ -57,7 +59,11 @@ def paper_list(request: HttpRequest) -> HttpResponse:
     categories = selectors.paper_categories()
     if filters["category"] and filters["category"] not in categories:
         categories = sorted([*categories, filters["category"]])
+    can_view_runs = page_role_granted(request.user, (VIEW_RUNS_PERMISSION, SEARCH_PERMISSION))
+    runs = _recent_runs(request) if can_view_runs else {}
     context = {
+        **runs,
+        "can_view_runs": can_view_runs,
         "form": form,
         "page": page,
         "filters": filters,
@@ -71,8 +77,23 @@ def paper_list(request: HttpRequest) -> HttpResponse:
         else LiveResult(state="disabled", message=_disabled_message()),
     }
     return render_page_or_fragment(
-        request, "arxiv/paper_list.html", "arxiv/partials/_paper_results.html", context
+        request,
+        "arxiv/paper_list.html",
+        "arxiv/partials/_paper_results.html",
+        context,
+        status=400 if runs.get("status_error") else 200,
     )
+
+
+def _recent_runs(request: HttpRequest) -> dict[str, Any]:
+    """The recent runs as the page lists them, of the ``?status=`` asked for; a status that is not one
+    lists none and says what it takes."""
+    try:
+        status = filter_choice(request.GET, "status", RunStatus.values) or ""
+    except InvalidParameter as refused:
+        return {"runs": [], "status": "", "statuses": RunStatus.choices, "status_error": refused.message}
+    runs = selectors.search_runs_recent(status=status or None)
+    return {"runs": runs, "status": status, "statuses": RunStatus.choices, "status_error": ""}
 
 
 @require_GET

@@ -90,12 +90,23 @@ class Event(models.Model):
 
 
 class RunStatus(models.TextChoices):
-    """The states every workflow run goes through (a workflow may add terminal states of its own)."""
+    """The states every workflow run goes through (a workflow may add terminal states of its own).
+
+    ``degraded`` is finished like ``succeeded`` and ``failed``: the upstream could not be reached (its
+    calls failed for good, or the run's deadline cut it short) and the run answered from stored data
+    instead — perhaps with nothing. It is never shown as "Succeeded" (issue 26); docs/api.md "Run
+    statuses" says which runs end in which state.
+    """
 
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
+    DEGRADED = "degraded", "Degraded"
     FAILED = "failed", "Failed"
+
+
+# A run in one of these states is not finished: a worker will (still) execute it.
+RUN_PENDING_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
 class TrackedRun(models.Model):
@@ -135,7 +146,7 @@ class TrackedRun(models.Model):
 
     @property
     def pending(self) -> bool:
-        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+        return self.status in RUN_PENDING_STATUSES
 
 
 class UpstreamOutcome(models.TextChoices):

@@ -18,6 +18,10 @@ sweep ends, as ``failed`` with ``error_type`` ``deadline``, a lost run whose dea
 is still executing ``CORTEX_RUN_STALE_SECONDS`` after it (that worker is stuck; its result is fenced
 out).
 
+Only queued and running runs are claimed, beaten for and swept; every other state is finished —
+``succeeded``, ``degraded`` (answered from stored data: the upstream could not be reached), ``failed``
+and a kind's own (arXiv's ``rate_limited``) — and never executed again.
+
 Duplicate deliveries are harmless: a claim succeeds only for a queued run or a running one whose
 heartbeat went stale, and a finish is fenced by the execution number it claimed, so a worker that
 comes back after its run was handed to another cannot overwrite that one's result.
@@ -41,7 +45,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from apps.core.logging import get_logger
-from apps.core.models import RunStatus, TrackedRun
+from apps.core.models import RUN_PENDING_STATUSES, RunStatus, TrackedRun
 from apps.core.services import event_emit
 
 logger = get_logger(__name__)
@@ -65,7 +69,7 @@ def run_claim(*, model: type[RunT], run_id: str) -> RunT | None:
         if run.status == RunStatus.RUNNING and not _heartbeat_stale(run):
             logger.info("run.claim_skipped", run_id=run_id, reason="running elsewhere")
             return None
-        if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        if run.status not in RUN_PENDING_STATUSES:  # finished: succeeded, degraded, failed, …
             return None
         now = timezone.now()
         run.status, run.started_at, run.heartbeat_at = RunStatus.RUNNING, now, now
@@ -209,8 +213,9 @@ _ERROR_CODES = {
 def run_failure(*, run: TrackedRun, **details: Any) -> dict[str, Any] | None:
     """How a finished run failed, in the error shape's inner form (``code``, ``message``, ``details``),
     for the one failed-run contract of every API: the run's answer (200, ``status`` says how it
-    ended) carries it as ``error``. None for a pending or succeeded run."""
-    if run.status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUCCEEDED):
+    ended) carries it as ``error``. None for a pending, succeeded or degraded run: a degraded run
+    answered (from stored data, perhaps with nothing) and its answer says why in its own words."""
+    if run.status in (*RUN_PENDING_STATUSES, RunStatus.SUCCEEDED, RunStatus.DEGRADED):
         return None
     return {
         "code": _ERROR_CODES.get(run.error_type, "upstream_error"),

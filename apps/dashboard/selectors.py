@@ -332,14 +332,16 @@ def fact_run_outcomes(*, now: datetime | None = None) -> FactRunOutcomes:
     rows = (
         FactRun.objects.filter(created_at__gte=_window_start(days), created_at__lte=end)
         .annotate(day=TruncDate("created_at"))
-        .values("day", "status", "degraded")
+        .values("day", "status")
         .annotate(runs=Count("id"))
     )
     for row in rows:
         if row["status"] == RunStatus.FAILED:
             counts[row["day"]]["failed"] += row["runs"]
+        elif row["status"] == RunStatus.DEGRADED:
+            counts[row["day"]]["degraded"] += row["runs"]
         elif row["status"] == RunStatus.SUCCEEDED:
-            counts[row["day"]]["degraded" if row["degraded"] else "succeeded"] += row["runs"]
+            counts[row["day"]]["succeeded"] += row["runs"]
         else:
             pending += row["runs"]
     return FactRunOutcomes(

@@ -313,9 +313,9 @@ def _facts_summary(result: dict[str, Any]) -> str:
             f"Fact run {result['runId']} is {result['status']}; call facts.run with "
             f'{{"runId": "{result["runId"]}"}} to get its facts.'
         )
-    lines = [
-        f"Fact run {result['runId']}: {result['status']}" + (" (degraded)" if result["degraded"] else "")
-    ]
+    lines = [f"Fact run {result['runId']}: {result['status']}"]
+    if result["status"] == "degraded":  # say what answered, so it is not taken for Wikidata's answer
+        lines[0] += f", answered from {result['answeredFrom']}" if result.get("answeredFrom") else ""
     if result.get("degradedReason"):
         lines.append(f"Degraded because: {result['degradedReason']}")
     for item in result.get("results") or []:

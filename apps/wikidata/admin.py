@@ -50,7 +50,7 @@ class FactInline(ReadOnlyAdminMixin, admin.TabularInline):
 class FactRunAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["question_short", "status", "degraded_flag", "scope", "created_at", "duration_ms"]
     summary_fields = (
-        SummaryField("status", "Status", warn=(FactRunStatus.FAILED,)),
+        SummaryField("status", "Status", warn=(FactRunStatus.FAILED, FactRunStatus.DEGRADED)),
         SummaryField("degraded", "Degraded", warn=(True,)),
     )
     list_filter = ["status", "degraded", "purpose", "scope"]

@@ -48,7 +48,11 @@ class FactResultOut(Schema):
 
 class FactRunOut(Schema):
     runId: str
-    status: str
+    status: Literal["queued", "running", "succeeded", "degraded", "failed"] = Field(
+        ...,
+        description="degraded: Wikidata could not be reached (or only partly) and the run answered from "
+        "stored facts and knowledge entries, perhaps with nothing; degradedReason says why.",
+    )
     query: str
     purpose: Literal["question", "verification"] = Field(
         "question", description="verification: made on a claim verification's behalf."
@@ -56,6 +60,9 @@ class FactRunOut(Schema):
     plan: dict[str, Any]
     degraded: bool
     degradedReason: str | None = None
+    answeredFrom: str | None = Field(
+        None, description='A degraded run: what it answered from ("4 knowledge entries", "nothing").'
+    )
     results: list[FactResultOut] | None = None
     steps: list[dict[str, Any]] | None = None
     durationMs: float | None = None

@@ -13,14 +13,15 @@ from apps.core.errors import NotFound
 from apps.core.runs import run_failure
 from apps.embeddings.fields import hnsw_filtered_scan
 from apps.embeddings.services import embed_text
-from apps.wikidata.models import Fact, FactRun
+from apps.wikidata.models import Fact, FactRun, FactRunStatus
 from apps.wikidata.sparql import statement_uri
 
 RECENT_RUNS = 20
 
 
 def fact_run_get(*, run_id: UUID | str) -> FactRun:
-    run = FactRun.objects.filter(pk=run_id).first()
+    # Counted in the same query: the page and the API say what a degraded run answered from.
+    run = FactRun.objects.with_answer_counts().filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"No fact run has the id {run_id}.", details={"runId": str(run_id)})
     return run
@@ -33,8 +34,14 @@ def fact_get(*, fact_id: int) -> Fact:
     return fact
 
 
-def fact_runs_recent(*, limit: int = RECENT_RUNS) -> QuerySet[FactRun]:
-    return FactRun.objects.all()[:limit]
+def fact_runs_recent(*, status: str | None = None, limit: int = RECENT_RUNS) -> QuerySet[FactRun]:
+    """The newest runs (of one status, when given) with what each returned counted in the same query
+    (``FactRun.answer_count``, ``answered_from``)."""
+    # Explicit: Django leaves Meta.ordering out of a query that groups (the counts).
+    runs = FactRun.objects.with_answer_counts().order_by("-created_at")
+    if status:
+        runs = runs.filter(status=status)
+    return runs[:limit]
 
 
 def facts_search(*, text: str = "", limit: int = 50) -> QuerySet[Fact]:
@@ -79,6 +86,8 @@ def fact_run_outcome(*, run: FactRun, base_url: str = "") -> dict[str, Any]:
         }
         for item in run.knowledge
     ]
+    if run.status == FactRunStatus.DEGRADED:
+        out["answeredFrom"] = run.answered_from  # "4 knowledge entries", "nothing", …
     out["steps"] = run.steps
     out["durationMs"] = run.duration_ms
     return out

@@ -21,11 +21,13 @@ as it goes and in an OpenTelemetry span:
 
 When search or statements fail for good (retries exhausted, deadline reached, or a
 terminal error such as malformed JSON), the run is answered from local data instead:
-stored facts ranked by pgvector similarity, marked ``degraded`` with the reason, logged
-with the correlation id and announced by the ``facts.run.degraded`` event. A degraded run
-that finds no local answer either ends ``failed`` (still ``degraded``, with the reason), never
-``succeeded`` with nothing. A step that fails later (labels, details, SPARQL) keeps what the
-run already has and is recorded.
+stored facts ranked by pgvector similarity, and ends with the status ``degraded`` and the reason,
+logged with the correlation id and announced by the ``facts.run.degraded`` event — with local
+answers or with none, never ``succeeded`` (issue 26). A step that fails later (labels, details,
+SPARQL) keeps what the run already has and is recorded on the step; when it failed because Wikidata
+could not be reached (retries spent on 429/5xx, timeouts, refused connections) or the deadline cut it
+short, the run reached Wikidata only partly and ends ``degraded`` too, its reason naming the steps
+(docs/api.md "Run statuses").
 
 This module is the workflow (submit, execute, finish, persist); it calls ``search`` (the
 entity search the native tools share), ``labels`` (the Redis label cache), ``ranking``
@@ -244,21 +246,35 @@ def _execute(run: FactRun) -> FactRun:
         with steps.step("persist"):
             _persist(run, candidates)
         span.set_attribute("cortex.facts", len(candidates))
-    return _finish(run, started, status=FactRunStatus.SUCCEEDED, **_cut_short(run, steps, deadline))
+    return _finish(run, started, **_partly_reached(run, deadline))
 
 
-def _cut_short(run: FactRun, steps: _Steps, deadline: float) -> dict[str, Any]:
-    """A run whose deadline stopped an enrichment step answers with the facts it has, but says it was
-    cut short (issue 23: a run past its deadline never just "succeeds"). An enrichment step that
-    failed before the deadline is only recorded on its step: the facts themselves came from Wikidata."""
-    if time.monotonic() < deadline:
-        return {}
-    cut = [entry["name"] for entry in steps.run.steps if entry.get("status") == "failed"]
-    if not cut:
-        return {}
-    reason = f"{', '.join(cut)} skipped: {run_deadline_message(run)}"
-    logger.warning("facts.run_cut_short", run_id=str(run.pk), reason=reason)
-    return {"degraded": True, "degraded_reason": reason, "error_type": DEADLINE}
+def _partly_reached(run: FactRun, deadline: float) -> dict[str, Any]:
+    """How a run whose search and statements answered ends: ``succeeded``, or ``degraded`` when an
+    enrichment step could not reach Wikidata — the deadline stopped it (issue 23: a run past its
+    deadline never just "succeeds") or its retries were spent on an outage — so the facts lack what
+    that step adds (labels, provenance). A step Wikidata answered with an error that retrying would
+    not cure (a 400, malformed data) is recorded on the step only: Wikidata was reached."""
+    failed = [entry for entry in run.steps if entry.get("status") in ("failed", "partial")]
+    if failed and time.monotonic() >= deadline:
+        names = [entry["name"] for entry in failed]
+        reason = f"{', '.join(names)} skipped: {run_deadline_message(run)}"
+        error_type = DEADLINE
+    elif unreachable := [entry for entry in failed if entry.get("retryable")]:
+        reason = "; ".join(
+            f"Wikidata {entry['name']} failed: {entry.get('error', '')}" for entry in unreachable
+        )
+        reason += " (the facts are Wikidata's, without what those steps add)"
+        error_type = str(unreachable[0].get("errorType") or "")
+    else:
+        return {"status": FactRunStatus.SUCCEEDED}
+    logger.warning("facts.run_partly_reached", run_id=str(run.pk), reason=reason)
+    return {
+        "status": FactRunStatus.DEGRADED,
+        "degraded": True,
+        "degraded_reason": reason,
+        "error_type": error_type,
+    }
 
 
 def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candidate]:
@@ -475,11 +491,10 @@ def _finish(run: FactRun, started: float, **fields: Any) -> FactRun:
     if not run_finish(run=run, duration_seconds=duration, **fields):
         run.refresh_from_db()
         return run
-    outcome = "degraded" if run.degraded else str(run.status)
-    wikidata_metrics.fact_runs_total.labels(outcome=outcome).inc()
+    wikidata_metrics.fact_runs_total.labels(outcome=str(run.status)).inc()
     wikidata_metrics.fact_run_duration_seconds.observe(duration)
     event_emit(
-        name=f"facts.run.{'degraded' if run.degraded else run.status}",
+        name=f"facts.run.{run.status}",
         payload={
             "runId": str(run.pk),
             "question": run.question,
@@ -514,13 +529,12 @@ def _finish_degraded(
         copies = selectors.local_facts(run=run)
         _facts_replace(run, copies)
         entry["detail"] = {"facts": len(copies), "knowledge": len(run.knowledge)}
-    # A run that reached no upstream and found nothing locally either has no answer: "succeeded" would
-    # read as "Wikidata has nothing on this" (issue 24). With local answers it succeeded, degraded.
-    answered = bool(copies or run.knowledge)
+    # Degraded with local answers or without: "succeeded" would read as "Wikidata answered" (issue 26),
+    # "failed" as "the question went wrong"; the page and the API say what it answered from.
     return _finish(
         run,
         started,
-        status=FactRunStatus.SUCCEEDED if answered else FactRunStatus.FAILED,
+        status=FactRunStatus.DEGRADED,
         degraded=True,
         degraded_reason=reason,
         error=error,

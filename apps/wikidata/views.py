@@ -18,19 +18,19 @@ from urllib.parse import quote
 from uuid import UUID
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from apps.core.errors import ApplicationError, NotFound, RateLimited, ValidationFailed
+from apps.core.errors import ApplicationError, InvalidParameter, NotFound, RateLimited, ValidationFailed
+from apps.core.filters import filter_choice
 from apps.core.pages import page_role_granted, permission_page, render_page_or_fragment, web_url
 from apps.core.services import page_submission_check
 from apps.wikidata import provenance, selectors, services
 from apps.wikidata.forms import FactQueryForm, FactSearchForm
-from apps.wikidata.models import Fact, FactRun, FactRunPurpose
+from apps.wikidata.models import FactRun, FactRunPurpose, FactRunStatus
 
 QUERY_SERVICE_URL = "https://query.wikidata.org/#"
 # The page roles (docs/security.md): asking starts a run that spends the Wikidata budget.
@@ -45,15 +45,20 @@ REFERENCE_URL_PROPERTY = "P854"
 @require_http_methods(["GET", "POST"])
 @permission_page(VIEW_PERMISSION, ASK_PERMISSION)
 def fact_home(request: HttpRequest) -> HttpResponse:
-    """``GET``: the question form, recent runs and a search over stored facts (HTMX: the search
-    results). ``POST``: queue the question's run and go to its page, or show why not."""
+    """``GET``: the question form, recent runs (``?status=`` filters them) and a search over stored
+    facts (HTMX: the search results). ``POST``: queue the question's run and go to its page, or show
+    why not."""
     search_form = FactSearchForm(request.GET or None)
     if search_form.is_bound:
         search_form.is_valid()
     if request.method != "POST":
         context = _home_context(request, FactQueryForm(), search_form)
         return render_page_or_fragment(
-            request, "wikidata/facts.html", "wikidata/partials/_fact_results.html", context
+            request,
+            "wikidata/facts.html",
+            "wikidata/partials/_fact_results.html",
+            context,
+            status=400 if context["status_error"] else 200,
         )
 
     if not page_role_granted(request.user, (ASK_PERMISSION,)):
@@ -92,11 +97,11 @@ def _home_context(
     request: HttpRequest, form: FactQueryForm, search_form: FactSearchForm, error: str = ""
 ) -> dict[str, Any]:
     text = search_form.text()
-    runs = list(selectors.fact_runs_recent())
-    # One grouped count for the listed runs rather than one query per row.
-    counts = dict(Fact.objects.filter(run__in=runs).values_list("run").annotate(count=Count("id")).order_by())
-    for run in runs:
-        run.fact_count = counts.get(run.pk, 0)  # type: ignore[attr-defined]
+    status, status_error = "", ""
+    try:
+        status = filter_choice(request.GET, "status", FactRunStatus.values) or ""
+    except InvalidParameter as refused:  # a hand-typed ?status=: say what it takes, list no runs
+        status_error = refused.message
     return {
         "form": form,
         "can_ask": page_role_granted(request.user, (ASK_PERMISSION,)),
@@ -104,7 +109,10 @@ def _home_context(
         "search_form": search_form,
         "search_text": text,
         "facts": selectors.facts_search(text=text),
-        "runs": runs,
+        "runs": [] if status_error else list(selectors.fact_runs_recent(status=status or None)),
+        "status": status,
+        "statuses": FactRunStatus.choices,
+        "status_error": status_error,
     }
 
 

@@ -448,7 +448,7 @@ def test_live_search_while_arxiv_is_down_shows_stored_papers_and_why(client: Cli
     )
     _finish_as(
         monkeypatch,
-        status=RunStatus.FAILED,
+        status=RunStatus.DEGRADED,
         error="arXiv is busy (HTTP 503); retry later",
         error_type="retryable",
         retryable=True,

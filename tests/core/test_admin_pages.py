@@ -71,7 +71,7 @@ def seeded() -> dict[str, object]:
         )
     ]
     degraded = FactRun.objects.create(
-        question="Who founded Acme?", status=FactRunStatus.SUCCEEDED, degraded=True, plan={"steps": [SCRIPT]}
+        question="Who founded Acme?", status=FactRunStatus.DEGRADED, degraded=True, plan={"steps": [SCRIPT]}
     )
     FactRun.objects.create(question="Where is Acme?", status=FactRunStatus.SUCCEEDED)
     FactRun.objects.create(question="When was Acme?", status=FactRunStatus.FAILED)
@@ -197,7 +197,7 @@ def test_the_verification_list_counts_per_verdict_and_review_status(seeded, supe
 def test_the_fact_run_list_counts_and_shows_degraded_as_a_warning(seeded, superuser_client) -> None:
     html = superuser_client.get(reverse("admin:wikidata_factrun_changelist")).content.decode()
     assert _summary(html) == {
-        "Status": [("Failed", 1), ("Succeeded", 2)],
+        "Status": [("Degraded", 1), ("Failed", 1), ("Succeeded", 1)],
         "Degraded": [("no", 2), ("yes", 1)],
     }
     assert html.count('<span class="flag-warning">') == 1

@@ -83,7 +83,7 @@ def history(db) -> dict:
         return run
 
     fact_run(0.1, RunStatus.SUCCEEDED)
-    fact_run(0.2, RunStatus.SUCCEEDED, degraded=True, error_type="timeout")
+    fact_run(0.2, RunStatus.DEGRADED, degraded=True, error_type="timeout")
     fact_run(0.3, RunStatus.FAILED, error_type="terminal")
     fact_run(1, RunStatus.SUCCEEDED)
     fact_run(0.01, RunStatus.RUNNING)

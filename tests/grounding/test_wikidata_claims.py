@@ -120,7 +120,7 @@ def test_an_unreachable_wikidata_is_said_and_leaves_no_succeeded_run(
     assert verification.fact_run_id == run.pk
     assert (run.purpose, run.status, run.degraded, run.degraded_reason) == (
         "verification",
-        "failed",
+        "degraded",
         True,
         reason,
     )
@@ -141,7 +141,7 @@ def test_an_unreachable_wikidata_is_said_and_leaves_no_succeeded_run(
         "degradedReason": reason,
         "sourcesNote": note,
     }
-    assert FactRun.objects.get(pk=body["factRunId"]).status == "failed"
+    assert FactRun.objects.get(pk=body["factRunId"]).status == "degraded"
     mcp = mcp_tool_call(
         name="knowledge.verify", arguments={"claim": CURIE}, caller=Caller("http", token=token)
     )
@@ -162,7 +162,7 @@ def test_an_unreachable_wikidata_is_said_and_leaves_no_succeeded_run(
         "sources_note": note,
         "fact_run": str(run.pk),
     }
-    assert FactRun.objects.filter(purpose="verification", status="failed", degraded=True).count() == 3
+    assert FactRun.objects.filter(purpose="verification", status="degraded", degraded=True).count() == 3
 
 
 def test_the_pages_say_the_source_was_down_and_whom_the_run_was_for(
@@ -189,9 +189,9 @@ def test_the_pages_say_the_source_was_down_and_whom_the_run_was_for(
         f'<a href="/verifications/{verification.pk}">verification {verification.pk}</a></dd>'
     ) in run_page
     assert (
-        '<span class="badge status-failed">Failed</span> <span class="badge badge-warn">degraded</span>'
-        in run_page
-    )
+        '<span class="badge status-degraded">Degraded</span> · '
+        '<span class="run-answered">no answer: nothing stored matches</span>'
+    ) in run_page
     assert (
         "<dt>Degraded</dt><dd>Wikidata could not be reached and no stored fact or knowledge entry "
         f"answers the question: {reason}</dd>"
@@ -211,7 +211,7 @@ def test_stored_facts_stand_in_for_an_unreachable_wikidata_and_the_verification_
     run = FactRun.objects.get(pk=verification.fact_run_id)
     assert (run.purpose, run.status, run.degraded, run.degraded_reason) == (
         "verification",
-        "succeeded",
+        "degraded",
         True,
         REFUSED,
     )
