@@ -32,15 +32,23 @@ from apps.connectors.services import (
     registry_export,
 )
 from apps.core.admin_mixins import (
+    JSON_WIDGETS,
     ChangelistSummaryMixin,
     ImportLinkMixin,
     SummaryField,
     YesNoFilter,
+    json_display,
     warning_flag,
 )
 from apps.core.errors import ApplicationError, ValidationFailed
 
 MANIFEST_FILENAME = "connectors.manifest.json"
+TOOL_SYNC_JSON = [
+    "upstream_input_schema_json",
+    "annotations_json",
+    "pending_changes_json",
+    "pending_input_schema_json",
+]
 
 
 def manifest_download() -> HttpResponse:
@@ -143,7 +151,7 @@ class ConnectorAdmin(ImportLinkMixin, admin.ModelAdmin):
     search_fields = ["slug", "name", "tools__name"]
     readonly_fields = [*CONNECTOR_SYNC_FIELDS, "created_at", "updated_at"]
     inlines = [RemoteToolInline, ConnectorSyncInline]
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}, **JSON_WIDGETS}
     actions = ["sync_tools", "approve_upstream_changes", "test_connection", "export_manifest"]
     fieldsets = [
         (None, {"fields": ["slug", "name", "version", "transport", "enabled", "position"]}),
@@ -321,7 +329,8 @@ class RemoteToolAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     summary_fields = (SummaryField("drift", "Drift", warn=tuple(DRIFTED_STATES)),)
     list_select_related = ["connector"]
     search_fields = ["name", "upstream_name", "description", "aliases__name"]
-    readonly_fields = TOOL_SYNC_FIELDS
+    readonly_fields = [*TOOL_SYNC_FIELDS, *TOOL_SYNC_JSON]
+    formfield_overrides = JSON_WIDGETS
     inlines = [ToolAliasInline]
     fieldsets = [
         (None, {"fields": ["connector", "name", "description", "tags", "scopes", "position"]}),
@@ -333,16 +342,28 @@ class RemoteToolAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
                     "drift",
                     "last_seen_upstream_at",
                     "upstream_description",
-                    "upstream_input_schema",
-                    "annotations",
+                    "upstream_input_schema_json",
+                    "annotations_json",
                 ]
             },
         ),
         (
             "Upstream change awaiting approval (read-only; approve with the list's action)",
-            {"fields": ["pending_changes", "pending_since", "pending_description", "pending_input_schema"]},
+            {
+                "fields": [
+                    "pending_changes_json",
+                    "pending_since",
+                    "pending_description",
+                    "pending_input_schema_json",
+                ]
+            },
         ),
     ]
+    # What sync recorded, as formatted blocks (an empty one in words).
+    upstream_input_schema_json = json_display("upstream_input_schema", "Upstream input schema")
+    annotations_json = json_display("annotations", "Annotations")
+    pending_changes_json = json_display("pending_changes", "Pending changes")
+    pending_input_schema_json = json_display("pending_input_schema", "Pending input schema")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RemoteTool]:
         return super().get_queryset(request).prefetch_related("aliases")

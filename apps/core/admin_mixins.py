@@ -9,8 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.db.models import Count, Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -68,12 +70,17 @@ def _json_summary(value: Any) -> str:
     return "value"
 
 
+# An empty JSON value in words: a reader sees "none", never a raw null or [].
+JSON_EMPTY = {"null": "none", "[]": "none (an empty list)", "{}": "none (an empty object)", '""': "none"}
+
+
 def pretty_json(value: Any) -> str:
     """A JSON value as a collapsible, wrapped block (``static/css/admin.css``): what it holds in the
-    summary, indented JSON inside; short blocks open. Escaped: stored JSON comes from agents."""
+    summary, indented JSON inside; short blocks open; an empty value in words. Escaped: stored JSON
+    comes from agents."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    if value in (None, [], {}, ""):
-        return format_html('<span class="flag-quiet">{}</span>', text)
+    if text in JSON_EMPTY:
+        return format_html('<span class="flag-quiet">{}</span>', JSON_EMPTY[text])
     opened = " open" if text.count("\n") < JSON_OPEN_LINES else ""
     return format_html(
         '<details class="json-block"{}><summary>{}</summary><pre class="json">{}</pre></details>',
@@ -93,6 +100,47 @@ def json_display(field: str, description: str) -> Callable[[Any, Model], str]:
 
     show.__name__ = f"{field}_json"
     return show
+
+
+class JsonTextarea(forms.Textarea):
+    """An editable JSON field as a collapsible block: indented JSON in a monospace area sized to it,
+    what it holds in the summary; an unset value is an empty area (saved as null), never "null"."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__({"class": "json-input", "spellcheck": "false", **(attrs or {})})
+
+    def format_value(self, value: Any) -> str | None:
+        # forms.JSONField hands over compact JSON text (or the text as typed, when the form is invalid).
+        try:
+            data = json.loads(value) if isinstance(value, str) else value
+        except json.JSONDecodeError:
+            return super().format_value(value)
+        if data is None:
+            return ""
+        return json.dumps(data, indent=2, ensure_ascii=False)
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        lines = (context["widget"]["value"] or "").count("\n") + 1
+        context["widget"]["attrs"]["rows"] = min(max(lines, 2), 24)
+        return context
+
+    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None) -> str:
+        text = self.format_value(value) or ""
+        try:
+            summary = _json_summary(json.loads(text)) if text else "none: empty"
+        except json.JSONDecodeError:
+            summary = "not valid JSON yet"
+        opened = " open" if text.count("\n") < JSON_OPEN_LINES else ""
+        return format_html(
+            '<details class="json-block json-edit"{}><summary>{}</summary>{}</details>',
+            opened,
+            summary,
+            super().render(name, value, attrs, renderer),
+        )
+
+
+JSON_WIDGETS = {models.JSONField: {"widget": JsonTextarea}}  # a ModelAdmin's or inline's formfield_overrides
 
 
 def warning_flag(value: bool | None) -> str:

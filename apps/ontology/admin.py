@@ -80,11 +80,11 @@ class OntologyProposalAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
 
     @admin.display(description="markdown preview")
     def preview(self, proposal: OntologyProposal) -> str:
-        return format_html("<pre style='white-space: pre-wrap'>{}</pre>", proposal.markdown_preview)
+        return format_html('<pre class="cortex-pre">{}</pre>', proposal.markdown_preview)
 
     @admin.display(description="diff against the current note")
     def diff_view(self, proposal: OntologyProposal) -> str:
-        return format_html("<pre style='white-space: pre-wrap'>{}</pre>", proposal.diff or "(a new class)")
+        return format_html('<pre class="cortex-pre">{}</pre>', proposal.diff or "(a new class)")
 
     @admin.action(description="Approve: apply to the ontology (re-checked first)", permissions=["change"])
     def approve(self, request: HttpRequest, queryset: QuerySet[OntologyProposal]) -> None:

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.arxiv.models import Paper, RunStatus, SearchRun
-from apps.connectors.models import Connector, ConnectorSync
+from apps.connectors.models import Connector, ConnectorSync, RemoteTool
 from apps.connectors.services import manifest_import
 from apps.core.admin_mixins import pretty_json, truncated, warning_flag
 from apps.core.models import Event
@@ -71,7 +71,7 @@ def seeded() -> dict[str, object]:
         )
     ]
     degraded = FactRun.objects.create(
-        question="Who founded Acme?", status=FactRunStatus.DEGRADED, degraded=True, plan={"steps": [SCRIPT]}
+        question="Who founded Acme?", status=FactRunStatus.SUCCEEDED, degraded=True, plan={"steps": [SCRIPT]}
     )
     FactRun.objects.create(question="Where is Acme?", status=FactRunStatus.SUCCEEDED)
     FactRun.objects.create(question="When was Acme?", status=FactRunStatus.FAILED)
@@ -246,4 +246,68 @@ def test_long_text_is_cut_with_the_whole_in_the_title() -> None:
         '<span class="cut" title="a &lt;b&gt; long claim">a &lt;b&gt; l…</span>'
     )
     assert warning_flag(False) == '<span class="flag-quiet">no</span>'
-    assert pretty_json([]) == '<span class="flag-quiet">[]</span>'
+    assert pretty_json([]) == '<span class="flag-quiet">none (an empty list)</span>'
+
+
+def test_an_empty_json_value_is_said_in_words_never_raw() -> None:
+    assert [pretty_json(value) for value in (None, [], {}, "")] == [
+        '<span class="flag-quiet">none</span>',
+        '<span class="flag-quiet">none (an empty list)</span>',
+        '<span class="flag-quiet">none (an empty object)</span>',
+        '<span class="flag-quiet">none</span>',
+    ]
+
+
+def test_editable_json_fields_are_indented_collapsible_and_never_null(seeded, superuser_client) -> None:
+    tool = RemoteTool.objects.get(name="wikidata.sparql")
+    tool.declared_input_schema = None
+    tool.annotations = {}
+    tool.upstream_input_schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+    tool.save()
+    page = superuser_client.get(
+        reverse("admin:connectors_remotetool_change", args=[tool.pk])
+    ).content.decode()
+    # Unset: an empty area under "none: empty", never the text null.
+    assert (
+        '<details class="json-block json-edit" open><summary>none: empty</summary><textarea '
+        'name="declared_input_schema" cols="40" rows="2" class="json-input" spellcheck="false" '
+        'aria-describedby="id_declared_input_schema_helptext" id="id_declared_input_schema">\n'
+        "</textarea></details>"
+    ) in page
+    assert ">null<" not in page and ">[]<" not in page
+    # What sync recorded, read-only: formatted blocks, the empty ones in words.
+    assert '<details class="json-block" open><summary>2 keys: type, properties</summary>' in page
+    assert '<div class="readonly"><span class="flag-quiet">none (an empty object)</span></div>' in page
+
+    tool.declared_input_schema = {"type": "object", "required": ["query"]}
+    tool.save()
+    page = superuser_client.get(
+        reverse("admin:connectors_remotetool_change", args=[tool.pk])
+    ).content.decode()
+    assert (
+        '<summary>2 keys: type, required</summary><textarea name="declared_input_schema" cols="40" rows="6" '
+        'class="json-input" spellcheck="false" aria-describedby="id_declared_input_schema_helptext" '
+        'id="id_declared_input_schema">\n{\n  &quot;type&quot;: '
+        "&quot;object&quot;,\n  &quot;required&quot;: [\n    &quot;query&quot;\n  ]\n}</textarea>"
+    ) in page
+
+
+def test_an_empty_json_field_saves_as_null(seeded, superuser_client) -> None:
+    tool = RemoteTool.objects.get(name="wikidata.sparql")
+    url = reverse("admin:connectors_remotetool_change", args=[tool.pk])
+    form = superuser_client.get(url).context["adminform"].form
+    data = {
+        name: value
+        for name, value in {**form.initial, **{f: form[f].value() for f in form.fields}}.items()
+        if value is not None
+    }
+    data.update(
+        declared_input_schema="",
+        tags=",".join(tool.tags),
+        scopes=",".join(tool.scopes),
+        **{"aliases-TOTAL_FORMS": "0", "aliases-INITIAL_FORMS": "0"},
+    )
+    response = superuser_client.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    tool.refresh_from_db()
+    assert tool.declared_input_schema is None
