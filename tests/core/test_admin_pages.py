@@ -71,7 +71,7 @@ def seeded() -> dict[str, object]:
         )
     ]
     degraded = FactRun.objects.create(
-        question="Who founded Acme?", status=FactRunStatus.SUCCEEDED, degraded=True, plan={"steps": [SCRIPT]}
+        question="Who founded Acme?", status=FactRunStatus.DEGRADED, degraded=True, plan={"steps": [SCRIPT]}
     )
     FactRun.objects.create(question="Where is Acme?", status=FactRunStatus.SUCCEEDED)
     FactRun.objects.create(question="When was Acme?", status=FactRunStatus.FAILED)
