@@ -135,6 +135,15 @@ class ArxivClient:
                 timeout = timeout_before(self.deadline, read=self.timeout, upstream="arxiv", name="arXiv")
                 request.extensions["timeout"] = timeout.as_dict()
                 response = http.send(request)
+                # Judged inside the gate, so that it records an error answer (a 503, a 429) as the
+                # failure it is, not as a request that went well (the health and alerts read those).
+                logger.info(
+                    "arxiv.request",
+                    status=response.status_code,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                    url=str(response.request.url),
+                )
+                return page_from_response(response)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"arXiv did not answer in time ({type(exc).__name__})",
@@ -152,13 +161,6 @@ class ArxivClient:
                 details={"reason": "connection", "url": self.api_url},
                 retryable=True,
             ) from exc
-        logger.info(
-            "arxiv.request",
-            status=response.status_code,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            url=str(response.request.url),
-        )
-        return page_from_response(response)
 
     def search(self, params: Sequence[tuple[str, str]]) -> ArxivPage:
         """One page for parameters from :func:`apps.arxiv.query.build_search_params`.

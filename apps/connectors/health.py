@@ -31,6 +31,7 @@ success (looked up beyond the window), for a healthy one its first success after
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -554,7 +555,7 @@ def health_probe(*, now: datetime | None = None) -> list[ProbeOutcome]:
         if not _idle(upstream, now):
             outcomes.append(ProbeOutcome(target, "skipped: active"))
             continue
-        outcomes.append(_probe(target, lambda connector=connector: _probe_connector(connector)))
+        outcomes.append(_probe(target, functools.partial(_probe_connector, connector)))
     for upstream, probe in _upstream_probes().items():
         target = f"upstream:{upstream}"
         if not _idle(upstream, now):

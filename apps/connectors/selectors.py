@@ -273,6 +273,7 @@ def tool_resolve(*, name: str) -> RemoteTool:
 class CatalogueEntry:
     connector: Connector
     tools: list[RemoteTool]
+    health: Any = None  # apps.connectors.health.Health, set by the page (computed from calls and probes)
 
 
 def catalogue_entries(

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 
+from apps.connectors.health import connectors_health
 from apps.connectors.models import DriftState
 from apps.connectors.selectors import catalogue_entries
 from apps.core.schemas import comma_separated
@@ -41,6 +42,9 @@ def catalogue(request: HttpRequest) -> HttpResponse:
         sorted(set(comma_separated(request.GET.get("scopes")))),
     )
     entries, all_tags, all_scopes = catalogue_entries(tags=tags, scopes=scopes)
+    states = connectors_health()
+    for entry in entries:
+        entry.health = states.get(entry.connector.slug)
     base = reverse("connectors:catalogue")
     context = {
         "entries": entries,

@@ -31,11 +31,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
     """200 when Postgres (with pgvector), Redis and a Celery worker answer; 503 naming what failed."""
     checks = readiness()
     failed = sorted(name for name, result in checks.items() if not result["ok"])
+    body = {"status": "ready" if not failed else "unavailable", "failed": failed, "checks": checks}
     if not failed:
         # Detail only: readiness is about this service, so an upstream that is down never makes it
         # unready (the alerts and the dashboard say so). Read only when Postgres and Redis answer.
         body["detail"] = {"upstreams": _upstreams_detail()}
-    body = {"status": "ready" if not failed else "unavailable", "failed": failed, "checks": checks}
     response = JsonResponse(body, status=503 if failed else 200)
     if failed:
         # Not ready is an answer, not a server error: probes poll through it at every start-up
@@ -45,6 +45,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         response._has_been_logged = True  # type: ignore[attr-defined] - Django's log_response skips it
     return response
 
+
 def _upstreams_detail() -> dict[str, Any]:
     from apps.connectors.health import readiness_detail
 
@@ -53,7 +54,6 @@ def _upstreams_detail() -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001 - a detail that cannot be read must not fail readiness
         logger.warning("readyz.upstreams_detail_failed", error=str(error))
         return {"error": f"{type(error).__name__}: {error}"}
-
 
 
 @require_GET

@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Min, Q
@@ -66,16 +67,20 @@ def data_dir_disk() -> DataDirDisk:
     return DataDirDisk(free_bytes=usage.free, size_bytes=usage.total)
 
 
-def _upstream_counts(since: datetime, now: datetime) -> dict[str, dict[str, int]]:
+def _upstream_counts(now: datetime) -> dict[str, Any]:
+    """Per upstream: requests sent and failed in the error-rate window, refused in the refusals
+    window (one query)."""
+    recent = Q(created_at__gt=now - ERROR_RATE_WINDOW)
+    refused = Q(outcome=UpstreamOutcome.REFUSED)
     failed = Q(outcome__in=[UpstreamOutcome.FAILED, UpstreamOutcome.THROTTLED])
     return {
         row["upstream"]: row
-        for row in UpstreamRequest.objects.filter(created_at__gt=since, created_at__lte=now)
+        for row in UpstreamRequest.objects.filter(created_at__gt=now - REFUSALS_WINDOW, created_at__lte=now)
         .values("upstream")
         .annotate(
-            sent=Count("id", filter=~Q(outcome=UpstreamOutcome.REFUSED)),
-            failed=Count("id", filter=failed),
-            refused=Count("id", filter=Q(outcome=UpstreamOutcome.REFUSED)),
+            sent=Count("id", filter=recent & ~refused),
+            failed=Count("id", filter=recent & failed),
+            refused=Count("id", filter=refused),
         )
         .order_by("upstream")
     }
@@ -88,16 +93,19 @@ def _ago(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
-def alerts_firing(*, now: datetime | None = None) -> list[Alert]:
-    """Every condition of alerts.yml that holds now, in the file's order."""
+def alerts_firing(*, now: datetime | None = None, report: health.HealthReport | None = None) -> list[Alert]:
+    """Every condition of alerts.yml that holds now, in the file's order (``report``: the health
+    report already read for the same page)."""
     now = now or timezone.now()
+    report = report or health.health_report(now=now)
     firing = [
         Alert(
             "CortexUpstreamDown", f"{h.kind.capitalize()} {h.target} is down: {h.last_error or 'no answer'}"
         )
-        for h in health.health_report(now=now).down()
+        for h in report.down()
     ]
-    for upstream, row in _upstream_counts(now - ERROR_RATE_WINDOW, now).items():
+    counts = _upstream_counts(now)
+    for upstream, row in counts.items():
         if (
             row["sent"] >= ERROR_RATE_MIN_REQUESTS
             and row["failed"] / row["sent"] > settings.CORTEX_ALERT_ERROR_RATIO
@@ -120,7 +128,7 @@ def alerts_firing(*, now: datetime | None = None) -> list[Alert]:
                   "No Celery worker has run the health probe " + ("ever." if silent == float("inf")
                                                                    else f"for {_ago(silent)}."))
         )  # fmt: skip
-    for upstream, row in _upstream_counts(now - REFUSALS_WINDOW, now).items():
+    for upstream, row in counts.items():
         if row["refused"] > settings.CORTEX_ALERT_RATE_LIMIT_REFUSALS:
             firing.append(
                 Alert("CortexRateLimitRefusals",

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+
+from apps.connectors import health
 from apps.core.charts import Bar, ColumnChart, Series, bar_chart, column_chart, count_label
 from apps.dashboard import latency, selectors
 
@@ -35,7 +38,15 @@ def connectors_panel(now: datetime | None = None) -> dict[str, Any]:
         series=series,
         title="Tools per connector by drift state",
     )
-    return {"rows": rows, "chart": chart, "drift": selectors.connector_drift()}
+    return {
+        "rows": rows,
+        "chart": chart,
+        "drift": selectors.connector_drift(),
+        # Live health first (apps/connectors/health.py): the drift table alone showed "never synced"
+        # while every call failed.
+        "health": health.health_report(now=now),
+        "health_window_minutes": round(settings.CORTEX_HEALTH_WINDOW_SECONDS / 60),
+    }
 
 
 def _percent(value: float) -> str:

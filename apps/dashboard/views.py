@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.core.pages import HtmxHttpRequest, page_role_granted, permission_page, render_page_or_fragment
+from apps.dashboard.alerts import alerts_firing
 from apps.dashboard.panels import PANELS
 
 REFRESH_SECONDS = 60
@@ -19,10 +20,13 @@ REFRESH_SECONDS = 60
 
 @require_GET
 def home(request: HtmxHttpRequest) -> HttpResponse:
-    panels = []
+    panels, firing = [], []
     if page_role_granted(request.user, ()):
         panels = [{"panel": panel, **panel.build(None)} for panel in PANELS.values()]
-    return render(request, "dashboard/home.html", {"panels": panels, "refresh_seconds": REFRESH_SECONDS})
+        # The connectors panel read the health report: the banner judges the same one.
+        firing = alerts_firing(report=next(item["health"] for item in panels if "health" in item))
+    context = {"panels": panels, "alerts": firing, "refresh_seconds": REFRESH_SECONDS}
+    return render(request, "dashboard/home.html", context)
 
 
 @require_GET

@@ -404,6 +404,15 @@ class ActionApiClient:
             with self.gate(), build_client(timeout=self.timeout) as http:
                 timeout = timeout_before(self.deadline, read=self.timeout, upstream=UPSTREAM, name=NAME)
                 response = http.get(self.api_url, params=query, timeout=timeout)
+                # Judged inside the gate, so that it records an error answer (a 503, a 429) as the
+                # failure it is, not as a request that went well (the health and alerts read those).
+                logger.info(
+                    "wikidata.action_api.request",
+                    action=action,
+                    status=response.status_code,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                )
+                return body_from_response(response)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"the Wikidata Action API did not answer in time ({type(exc).__name__})",
@@ -421,13 +430,6 @@ class ActionApiClient:
                 details={"upstream": UPSTREAM, "reason": "connection", "url": self.api_url, "action": action},
                 retryable=True,
             ) from exc
-        logger.info(
-            "wikidata.action_api.request",
-            action=action,
-            status=response.status_code,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
-        )
-        return body_from_response(response)
 
     # -- wbgetentities
 

@@ -717,6 +717,16 @@ class SparqlClient:
                         headers=headers,
                         timeout=bounds,
                     )
+                # Judged inside the gate, so that it records an error answer (a 503, a 429) as the
+                # failure it is, not as a request that went well (the health and alerts read those).
+                logger.info(
+                    "wikidata.sparql.request",
+                    method="POST" if use_post else "GET",
+                    status=response.status_code,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                    query_chars=len(query),
+                )
+                return result_from_response(response, query=query, endpoint=self.endpoint)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"the Wikidata Query Service did not answer in time ({type(exc).__name__})",
@@ -734,14 +744,6 @@ class SparqlClient:
                 details={"upstream": UPSTREAM, "reason": "connection", "endpoint": self.endpoint},
                 retryable=True,
             ) from exc
-        logger.info(
-            "wikidata.sparql.request",
-            method="POST" if use_post else "GET",
-            status=response.status_code,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            query_chars=len(query),
-        )
-        return result_from_response(response, query=query, endpoint=self.endpoint)
 
 
 # ------------------------------------------------------------------------------------------- provenance

@@ -403,6 +403,16 @@ class VectorDbClient:
                 timeout = timeout_before(self.deadline, read=self.timeout, upstream=UPSTREAM, name=NAME)
                 # a tuple: covariant for the type checker
                 response = http.get(url, params=tuple(params), timeout=timeout)
+                # Judged inside the gate, so that it records an error answer (a 503, a 429) as the
+                # failure it is, not as a request that went well (the health and alerts read those).
+                logger.info(
+                    "wikidata.vectordb.request",
+                    kind=kind,
+                    status=response.status_code,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                    url=str(response.request.url),
+                )
+                return hits_from_response(response, kind=kind)
         except httpx.TimeoutException as exc:
             raise UpstreamError(
                 f"the Wikidata vector database did not answer in time ({type(exc).__name__})",
@@ -420,11 +430,3 @@ class VectorDbClient:
                 details={"upstream": UPSTREAM, "reason": "connection", "url": url},
                 retryable=True,
             ) from exc
-        logger.info(
-            "wikidata.vectordb.request",
-            kind=kind,
-            status=response.status_code,
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            url=str(response.request.url),
-        )
-        return hits_from_response(response, kind=kind)

@@ -10,6 +10,7 @@ Prometheus would (one scrape per minute of recorded time) and evaluates the rule
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import shutil
@@ -170,7 +171,11 @@ class Evaluator:
             return {labels: op(left, value) for labels, value in right.items()}
         # One-to-one matching on identical label sets; a comparison keeps the left value.
         if filtering:
-            return {labels: value for labels, value in left.items() if labels in right and op(value, right[labels])}
+            return {
+                labels: value
+                for labels, value in left.items()
+                if labels in right and op(value, right[labels])
+            }
         return {labels: op(value, right[labels]) for labels, value in left.items() if labels in right}
 
     def _unary(self) -> Any:
@@ -241,7 +246,9 @@ class Evaluator:
                 return False
         return True
 
-    def _selected(self, name: str, matchers: list[tuple[str, str, str]]) -> dict[Labels, list[tuple[float, float]]]:
+    def _selected(
+        self, name: str, matchers: list[tuple[str, str, str]]
+    ) -> dict[Labels, list[tuple[float, float]]]:
         return {
             labels: samples
             for labels, samples in self.recording.series.get(name, {}).items()
@@ -266,7 +273,7 @@ class Evaluator:
             if len(window) < 2:
                 continue
             rise = 0.0
-            for (_, before), (_, after) in zip(window, window[1:], strict=False):
+            for (_, before), (_, after) in itertools.pairwise(window):
                 rise += after - before if after >= before else after  # a counter reset
             (first_t, first), (last_t, _) = window[0], window[-1]
             sampled = last_t - first_t
@@ -342,12 +349,19 @@ def promtool_agrees(tmp_path: Path, recording: Recording, name: str, expected: l
         "tests": [{
             "interval": "1m",
             "input_series": input_series,
-            "alert_rule_test": [{"eval_time": f"{int(recording.end)}s", "alertname": name, "exp_alerts": exp_alerts}],
+            "alert_rule_test": [
+                {"eval_time": f"{int(recording.end)}s", "alertname": name, "exp_alerts": exp_alerts}
+            ],
         }],
     }  # fmt: skip
     (tmp_path / "test.yml").write_text(yaml.safe_dump(test))
     result = subprocess.run(
-        [promtool, "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [promtool, "test", "rules", "test.yml"],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -364,7 +378,9 @@ def test_the_rules_file_is_valid_for_promtool() -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (Debian package prometheus); the evaluations below still run")
-    result = subprocess.run([promtool, "check", "rules", str(RULES_PATH)], capture_output=True, text=True)
+    result = subprocess.run(
+        [promtool, "check", "rules", str(RULES_PATH)], check=False, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS: 6 rules found" in result.stdout
 
@@ -464,13 +480,19 @@ def test_upstream_error_rate_fires_on_failing_requests_and_not_on_a_few(tmp_path
 
 @pytest.mark.django_db
 def test_review_queue_stale_fires_on_a_verification_waiting_a_day(tmp_path, heartbeat_fresh) -> None:
-    waiting = Verification.objects.create(claim="c", verdict=Verdict.UNVERIFIED, confidence=0.4, latency_ms=1.0)
-    Verification.objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timezone.timedelta(hours=23))
+    waiting = Verification.objects.create(
+        claim="c", verdict=Verdict.UNVERIFIED, confidence=0.4, latency_ms=1.0
+    )
+    Verification.objects.filter(pk=waiting.pk).update(
+        created_at=timezone.now() - timezone.timedelta(hours=23)
+    )
     recording = Recording()
     for _ in range(11):
         recording.scrape()
     check(tmp_path, recording, "CortexReviewQueueStale", [])  # 23 h: not yet
-    Verification.objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timezone.timedelta(hours=25))
+    Verification.objects.filter(pk=waiting.pk).update(
+        created_at=timezone.now() - timezone.timedelta(hours=25)
+    )
     recording = Recording()
     for _ in range(11):
         recording.scrape()

@@ -41,15 +41,19 @@ def test_staff_see_every_panel_with_its_chart_and_table(
     # approval, the latest drifted syncs), upstream budget 2 (the
     # hour's requests, the MCP connectors), tool calls 5 (the roll-up's watermark, its slots, its
     # latency window, the calls after it per hour and per tool), fact runs 1, verdicts 2, errors 5
-    # (the watermark, tool calls rolled up and not, fact runs, arXiv runs).
-    with django_assert_max_num_queries(20):
+    # (the watermark, tool calls rolled up and not, fact runs, arXiv runs); live health 6 (the
+    # connectors, their window's calls and the newest before it; the MCP connectors, the upstreams'
+    # window's requests and the newest before it); the staff banner 2 (the upstreams' requests of the
+    # last 15 minutes, the review queue): it judges the health the panel read.
+    with django_assert_max_num_queries(28):
         response = client.get("/")
     page = response.content.decode()
     for slug in PANELS:
         assert f'id="panel-{slug}"' in page
         assert f'hx-get="/dashboard/{slug}"' in page
     assert page.count('role="img"') == 7  # tool calls draws two: calls per hour and latency per tool
-    assert page.count("<table") == 7  # and two tables: its hours and its tools
+    assert page.count("<table") == 8  # and two tables: its hours and its tools; connectors two: health, drift
+    assert 'id="health-connector-wiki-mcp"' in page and 'id="health-upstream-arxiv"' in page
     assert "arxiv 3 / 1,200" in page
     assert "no MCP server &lt;b&gt;here&lt;/b&gt;" in page  # escaped
 
