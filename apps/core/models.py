@@ -7,22 +7,20 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+from apps.core.scopes import SCOPE_LABELS
+
 
 class TokenScope(models.TextChoices):
-    """What a token may do; docs/security.md says what each allows (``apps.core.security`` is the table).
-
-    ``read`` reads what is stored and computes locally; starting work that spends an upstream's budget
-    (``upstream``) and creating rows in the operators' review queue (``verify``) each need their own
-    scope; ``write`` (memory) and ``propose`` (ontology proposals) are for capabilities still to
-    come; ``admin`` implies every other scope.
+    """What a token may do. The labels (the API-token form's) and what each scope allows (docs/security.md)
+    come from the one table, ``apps.core.scopes.SCOPE_TABLE``; ``admin`` implies every other scope.
     """
 
-    READ = "read", "read: stored data and local computation"
-    UPSTREAM = "upstream", "upstream: start work that spends an upstream's budget (Wikidata, arXiv, tools)"
-    VERIFY = "verify", "verify: create verifications (the review queue)"
-    WRITE = "write", "write: agent data (memory, to come)"
-    PROPOSE = "propose", "propose: ontology proposals (to come)"
-    ADMIN = "admin", "admin: everything, including /api/ writes"
+    READ = "read", SCOPE_LABELS["read"]
+    UPSTREAM = "upstream", SCOPE_LABELS["upstream"]
+    VERIFY = "verify", SCOPE_LABELS["verify"]
+    WRITE = "write", SCOPE_LABELS["write"]
+    PROPOSE = "propose", SCOPE_LABELS["propose"]
+    ADMIN = "admin", SCOPE_LABELS["admin"]
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
