@@ -33,7 +33,7 @@ from apps.memory.models import MemorySettings
 from apps.memory.services import Scope, TellItem, memory_tell
 from apps.ontology.models import OntologyClass, OntologyProposal
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
-from tests.browser.helpers import SERIOUS, axe_violations, log_in
+from tests.browser.helpers import SERIOUS, axe_violations, log_in, screenshot_dir
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -161,3 +161,35 @@ def test_every_admin_page_fits_the_viewport_without_errors(live_server, page, wi
     assert (overflowing, blocked, errors, violations) == ([], [], [], []), "\n".join(
         overflowing + blocked + errors + violations
     )
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_manifest_preview_shows_old_and_new_and_warns_before_deleting(live_server, page, width) -> None:
+    _seeded()
+    manifest = json.loads(DEFAULT_MANIFEST.read_text(encoding="utf-8"))
+    del manifest["connectors"][1]  # perplexity
+    manifest["connectors"][0]["version"] = "2.0.0"
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text[:160]) if m.type == "error" else None)
+    page.add_init_script(WATCH_CSP)
+    page.set_viewport_size({"width": width, "height": 900})
+    log_in(live_server, page, username="import-admin", next_path="/admin/connectors/connector/import/")
+
+    page.fill("#id_manifest_text", json.dumps(manifest, indent=2))
+    page.click("input[value='Validate and preview']")
+    page.wait_for_load_state("networkidle")
+    warning = page.locator(".manifest-delete-warning")
+    assert warning.is_visible()
+    assert warning.inner_text().splitlines()[:2] == [
+        "Applying this manifest deletes",
+        "the whole connector perplexity (it has no tools)",
+    ]
+    change = page.locator("tr.updated", has_text="arxiv").locator("li", has_text="version")
+    assert change.inner_text() == 'version: "2026.05" → "2.0.0"'
+    # static/css/admin.css applies: the page's own <style> block was refused by the CSP before.
+    assert warning.evaluate("e => getComputedStyle(e).borderLeftWidth") == "4px"
+    page.screenshot(path=str(screenshot_dir() / f"admin-manifest-preview-{width}.png"), full_page=True)
+    assert page.evaluate(PAGE_OVERFLOW) == 0
+    assert page.evaluate("window.__csp") == []
+    assert errors == []
+    assert axe_violations(page, impacts=SERIOUS, preload=False) == []
