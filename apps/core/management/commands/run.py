@@ -69,6 +69,7 @@ PAGES = (
     ("memories", "/memories"),
     ("ontology", "/ontology"),
     ("events", "/events"),
+    ("changes", "/changes"),
     ("admin", "/admin/"),
     ("agent API", "/v1/docs"),
     ("MCP", "/mcp"),
