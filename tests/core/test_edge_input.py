@@ -310,7 +310,7 @@ def test_put_and_patch_form_bodies_are_checked_too() -> None:
         ("/api/facts/?run=not-a-uuid", "?run= takes a UUID, not 'not-a-uuid'.", "run"),
         (
             "/api/fact-runs/?status=done",
-            "?status= takes one of queued, running, succeeded, failed, not 'done'.",
+            "?status= takes one of queued, running, succeeded, degraded, failed, not 'done'.",
             "status",
         ),
         ("/api/fact-runs/?degraded=maybe", "?degraded= takes true or false, not 'maybe'.", "degraded"),
