@@ -376,3 +376,31 @@ def test_a_settings_change_through_the_admin_names_the_user_and_each_field() -> 
         "decay_rate": [settings_row.decay_rate, 0.2],
         "relevance_threshold": [settings_row.relevance_threshold, 0.4],
     }
+
+
+def test_a_tool_changed_with_an_api_token_names_the_token_and_its_aliases(
+    default_registry,  # noqa: F811
+    make_token,
+) -> None:
+    token, raw = make_token("admin", name="registry-bot")
+    before = set(LogEntry.objects.values_list("pk", flat=True))
+    api = Client(headers={"Authorization": f"Bearer {raw}"})
+    response = api.patch(
+        "/api/tools/wikidata.sparql/",
+        {"aliases": ["sparql", "wdqs"], "connector": "arxiv"},
+        content_type="application/json",
+    )
+    assert response.status_code == 200, response.json()
+    [entry] = _new_entries(before)
+    assert entry.changes == {
+        "connector": ["wikidata", "arxiv"],
+        "aliases": [["execute_sparql", "sparql"], ["sparql", "wdqs"]],
+    }
+    assert entry.actor is None
+    assert entry.additional_data == {
+        "changeSet": "PATCH /api/tools/wikidata.sparql/",
+        "actor": f"token {token}",
+    }
+    html = _staff_client().get(CHANGES, {"actor": f"token {token}"}).content.decode()
+    assert _entry_ids(html) == [entry.pk]
+    assert raw not in html
