@@ -615,9 +615,15 @@ def tools_list_changed_observed(*, slug: str) -> None:
     observed = timezone.now()
     get_redis().set(TOOLS_CHANGED_KEY.format(slug=slug), observed.isoformat())
     logger.info("connectors.tools_list_changed", connector=slug)
-    transaction.on_commit(
-        lambda: connector_sync_task.delay(slug, SyncTrigger.LIST_CHANGED, observed.isoformat())
-    )
+
+    def enqueue() -> None:
+        try:
+            connector_sync_task.delay(slug, SyncTrigger.LIST_CHANGED, observed.isoformat())
+        except Exception as error:  # noqa: BLE001 - a broker outage must not fail the call that saw it
+            # The flag above still makes the next call sync first.
+            logger.warning("connectors.list_changed_enqueue_failed", connector=slug, error=str(error))
+
+    transaction.on_commit(enqueue)
 
 
 def _resync_if_tools_changed(tool: RemoteTool) -> None:

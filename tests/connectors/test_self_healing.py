@@ -21,11 +21,12 @@ from django.conf import settings as django_settings
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from apps.connectors.gateway import TOOLS_CHANGED_KEY, tool_call
 from apps.connectors.models import Connector, ConnectorSync, DriftState, RemoteTool, ToolCall
 from apps.connectors.selectors import tool_input_schema
-from apps.connectors.tasks import connectors_sync_all_task
+from apps.connectors.tasks import connector_sync_task, connectors_sync_all_task
 from apps.core.errors import UpstreamError
 from apps.core.models import Event
 from apps.core.redis import get_redis
@@ -131,7 +132,8 @@ def test_an_unknown_tool_is_synced_and_retried_once_only(wikidata_mcp) -> None:
         _claims()
 
     assert raised.value.message == (
-        "Tool 'wikidata.get_claims' of connector 'wikidata' reported a failure: Unknown tool: get_entity_claims"
+        "Tool 'wikidata.get_claims' of connector 'wikidata' reported a failure: "
+        "Unknown tool: get_entity_claims"
     )
     assert _called(wikidata_mcp) == ["get_statements", "get_entity_claims"]  # one retry, no loop
     assert [sync[0] for sync in _syncs()] == ["schedule", "unknown_tool"]  # one sync
@@ -197,13 +199,18 @@ def test_tools_list_changed_enqueues_a_sync_that_a_worker_runs(celery_worker, wi
 
     _claims()
 
+    flag = TOOLS_CHANGED_KEY.format(slug="wikidata")
     deadline = time.monotonic() + 20
-    while not ConnectorSync.objects.filter(trigger="list_changed").exists():
+    # The sync's row is committed first, then the flag it answered is cleared.
+    while (
+        get_redis().get(flag) is not None or not ConnectorSync.objects.filter(trigger="list_changed").exists()
+    ):
         assert time.monotonic() < deadline, "the worker did not sync"
         time.sleep(0.1)
-    tool = RemoteTool.objects.get(name="wikidata.get_claims")
-    assert tool.upstream_name == "fetch_statements"
-    assert get_redis().get(TOOLS_CHANGED_KEY.format(slug="wikidata")) is None
+    assert RemoteTool.objects.get(name="wikidata.get_claims").upstream_name == "fetch_statements"
+    assert ConnectorSync.objects.get(trigger="list_changed").renamed == {
+        "wikidata.get_claims": "fetch_statements"
+    }
 
 
 # --- The schedule --------------------------------------------------------------------------------
@@ -374,3 +381,23 @@ def test_a_first_sync_trusts_what_it_finds_and_a_reverted_upstream_needs_no_appr
         original,
         None,
     )
+
+
+def test_a_broker_outage_does_not_fail_the_call_that_saw_the_notification(
+    wikidata_mcp, django_capture_on_commit_callbacks, monkeypatch
+) -> None:
+    def broker_down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to the broker. Connection refused.")
+
+    monkeypatch.setattr(connector_sync_task, "delay", broker_down)
+    connectors_sync_all_task()
+    wikidata_mcp.notify_tools_changed = True
+    wikidata_mcp.after_next_call = lambda: wikidata_mcp.rename_tool("get_statements", "fetch_statements")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _claims()
+    wikidata_mcp.notify_tools_changed = False
+
+    assert first["result"]["content"] == [{"type": "text", "text": Q42_STATEMENTS}]
+    assert _claims()["upstreamTool"] == "fetch_statements"  # the flag made the next call sync first
+    assert _called(wikidata_mcp) == ["get_statements", "fetch_statements"]
