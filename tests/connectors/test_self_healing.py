@@ -30,6 +30,7 @@ from apps.connectors.tasks import connector_sync_task, connectors_sync_all_task
 from apps.core.errors import UpstreamError
 from apps.core.models import Event
 from apps.core.redis import get_redis
+from apps.dashboard.selectors import connector_drift, connector_health
 from cortexweb.celery import app as celery_app
 from tests.connectors.mcp_server import (  # noqa: F401
     Q42_STATEMENTS,
@@ -401,3 +402,27 @@ def test_a_broker_outage_does_not_fail_the_call_that_saw_the_notification(
     assert first["result"]["content"] == [{"type": "text", "text": Q42_STATEMENTS}]
     assert _claims()["upstreamTool"] == "fetch_statements"  # the flag made the next call sync first
     assert _called(wikidata_mcp) == ["get_statements", "fetch_statements"]
+
+
+def test_the_dashboard_reads_drift_in_two_queries(wikidata_mcp, django_assert_num_queries) -> None:
+    connectors_sync_all_task()
+    wikidata_mcp.set_description("execute_sparql", POISONED)
+    wikidata_mcp.rename_tool("search_items", "vector_search_items")  # an alias
+    connectors_sync_all_task()
+
+    with django_assert_num_queries(2):
+        drift = connector_drift()
+        pending = [(tool.name, tool.connector.slug, tool.pending_changes) for tool in drift.pending]
+        recent = [(sync.connector.slug, sync.trigger, sync.findings()) for sync in drift.recent]
+
+    assert pending == [("wikidata.sparql", "wikidata", ["description changed"])]
+    assert recent == [
+        (
+            "wikidata",
+            "schedule",
+            "renamed: wikidata.vector_search_items → vector_search_items · "
+            "changed (awaiting approval): wikidata.sparql: description changed",
+        )
+    ]
+    [row] = [row for row in connector_health() if row.slug == "wikidata"]
+    assert (row.in_sync, row.description_changed, row.drifted) == (4, 1, 1)
