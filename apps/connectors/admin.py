@@ -397,6 +397,12 @@ class ConnectorSyncAdmin(ChangelistSummaryMixin, admin.ModelAdmin):
     list_select_related = ["connector"]
     search_fields = ["connector__slug", "error"]
     date_hierarchy = "started_at"
+    # What the sync found, as formatted blocks (an empty one in words) rather than one line of JSON.
+    exclude = ["renamed", "changed", "report"]
+    readonly_fields = ["renamed_json", "changed_json", "report_json"]
+    renamed_json = json_display("renamed", "renamed")
+    changed_json = json_display("changed", "changed")
+    report_json = json_display("report", "report")
 
     @admin.display(description="found")
     def findings(self, sync: ConnectorSync) -> str:

@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from apps.core.admin_mixins import json_display
 from apps.core.errors import ValidationFailed
 from apps.core.models import ApiToken, Event, TokenScope
 from apps.core.services import api_token_create, api_token_expiry_check, api_token_revoke, api_token_rotate
@@ -120,6 +121,9 @@ class EventAdmin(admin.ModelAdmin):
     list_filter = ["name"]
     search_fields = ["name", "correlation_id"]
     date_hierarchy = "created_at"
+    exclude = ["payload"]
+    readonly_fields = ["payload_json"]  # the payload as a formatted block, not one line of JSON
+    payload_json = json_display("payload", "payload")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

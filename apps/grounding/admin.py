@@ -231,11 +231,12 @@ class ReviewMemoryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["verdict", "decision", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["claim", "reviewer_name"]
     fields = [
-        "verification_link", "claim", "domain", "decision", "verdict", "correction", "features",
+        "verification_link", "claim", "domain", "decision", "verdict", "correction", "features_json",
         "reviewer_name", "reviewed_at", "note", "revoked_at",
     ]  # fmt: skip
     readonly_fields = fields
     actions = ["revoke"]
+    features_json = json_display("features", "features")
 
     @admin.display(description="claim", ordering="claim")
     def short_claim(self, memory: ReviewMemory) -> str:

@@ -138,12 +138,13 @@ class OntologyClassAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "source",
         "parent_iris",
         "disjoint_iris",
-        "relationships",
+        "relationships_json",
         "knowledge_entries",
         "markdown",
         "updated_at",
     ]
     readonly_fields = fields
+    relationships_json = json_display("relationships", "relationships")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[OntologyClass]:
         return super().get_queryset(request).defer("embedding")

@@ -311,3 +311,22 @@ def test_an_empty_json_field_saves_as_null(seeded, superuser_client) -> None:
     assert response.status_code == 302, response.context["adminform"].form.errors
     tool.refresh_from_db()
     assert tool.declared_input_schema is None
+
+
+def test_read_only_json_is_a_formatted_block_on_every_record_page(seeded, superuser_client) -> None:
+    event = Event.objects.get(name="test.event")
+    page = superuser_client.get(reverse("admin:core_event_change", args=[event.pk])).content.decode()
+    assert (
+        '<details class="json-block" open><summary>1 key: x</summary><pre class="json">'
+        "{\n  &quot;x&quot;: 1\n}" in page
+    )
+    assert "{&quot;x&quot;: 1}" not in page  # no longer one line of raw JSON
+    sync = ConnectorSync.objects.create(
+        connector=Connector.objects.get(slug="wikidata"), trigger="manual", ok=True,
+        renamed={"wikidata.get_claims": "get_statements"}, started_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    page = superuser_client.get(
+        reverse("admin:connectors_connectorsync_change", args=[sync.pk])
+    ).content.decode()
+    assert "<summary>1 key: wikidata.get_claims</summary>" in page
+    assert '<div class="readonly"><span class="flag-quiet">none (an empty object)</span></div>' in page
