@@ -404,3 +404,36 @@ def test_a_tool_changed_with_an_api_token_names_the_token_and_its_aliases(
     html = _staff_client().get(CHANGES, {"actor": f"token {token}"}).content.decode()
     assert _entry_ids(html) == [entry.pk]
     assert raw not in html
+
+
+def test_a_knowledge_entry_change_names_its_fields_not_its_embedding() -> None:
+    from apps.knowledge import services as knowledge_services
+    from apps.knowledge.models import KnowledgeEntry
+
+    domain = knowledge_services.domain_get_or_create(name="security")
+    entry = KnowledgeEntry.objects.create(
+        entry_id="SEC-777",
+        domain=domain,
+        topic="Hashing",
+        content="Use MD5.",
+        source="notes",
+        content_hash="a",
+    )
+    entry.content = "Use a slow password hash such as Argon2id."
+    entry.content_hash = "b"
+    entry.embedding = [0.1] * 384
+    entry.save()
+    created, changed = LogEntry.objects.filter(content_type__model="knowledgeentry").order_by("pk")
+    assert set(created.changes) == {
+        "entry_id",
+        "domain",
+        "topic",
+        "content",
+        "source",
+        "url",
+        "confidence",
+        "related",
+        "tags",
+    }
+    assert created.changes["url"] == [None, ""]
+    assert changed.changes == {"content": ["Use MD5.", "Use a slow password hash such as Argon2id."]}
