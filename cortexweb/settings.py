@@ -333,6 +333,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     # /api/openapi.json: DRF's OpenAPI generator with each operation's error responses.
     "DEFAULT_SCHEMA_CLASS": "apps.core.openapi.ErrorDocumentingAutoSchema",
+    # The viewsets' reStructuredText docstrings as text: <code> on the page, no raw ``backticks``.
+    "VIEW_DESCRIPTION_FUNCTION": "apps.core.api_descriptions.view_description",
 }
 
 # --- CortexWeb -------------------------------------------------------------------------
