@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 
 class ReadOnlyAdminMixin:
@@ -125,7 +126,9 @@ class JsonTextarea(forms.Textarea):
         context["widget"]["attrs"]["rows"] = min(max(lines, 2), 24)
         return context
 
-    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None) -> str:
+    def render(
+        self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
+    ) -> SafeString:
         text = self.format_value(value) or ""
         try:
             summary = _json_summary(json.loads(text)) if text else "none: empty"
