@@ -5,6 +5,7 @@ returned."""
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 
@@ -13,17 +14,31 @@ from django.test import Client
 
 from apps.core.models import RunStatus
 from apps.dashboard.selectors import fact_run_outcomes
+from apps.knowledge.services import entries_import, pack_parse_json
 from apps.mcp_server.services import Caller, mcp_tool_call
 from apps.wikidata.models import FactRun, FactRunStatus
 from apps.wikidata.schemas import FactRunOut
 from tests.conftest import role_client
-from tests.grounding.test_verify import pack  # noqa: F401 - the knowledge pack
 from tests.wikidata.replay_server import ReplayWikidata, Reply
 from tests.wikidata.test_facts import _ask as _ask_here
 from tests.wikidata.test_facts import q42  # noqa: F401 - the Q42 replay
 from tests.wikidata.test_pages import make_run
 
 BUSY = "Wikidata search failed: the Wikidata Action API is busy or failing (HTTP 503); retry later"
+PASSWORDS = {
+    "id": "SEC-001",
+    "topic": "Password storage",
+    "source": "OWASP Password Storage Cheat Sheet",
+    "content": "Passwords must be stored with a slow, salted hash such as Argon2id, scrypt or bcrypt. "
+    "Fast hashes such as MD5 or SHA-1 must never be used for passwords.",
+}
+
+
+@pytest.fixture
+def knowledge_entry(db) -> None:
+    """One curated entry (embedded on import) a degraded run can answer a password question from."""
+    pack = pack_parse_json(json.dumps([PASSWORDS]))
+    entries_import(domain_name="security", pack=pack, source_name="security", location="test")
 
 
 def _wikidata_down(replay: ReplayWikidata, settings) -> None:
@@ -86,7 +101,7 @@ def test_wikidata_answering_503_leaves_a_degraded_run_over_rest_and_on_the_facts
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("celery_worker", "wikidata_registry", "pack")
+@pytest.mark.usefixtures("celery_worker", "wikidata_registry", "knowledge_entry")
 def test_a_degraded_run_that_answered_from_knowledge_says_so_and_counts_its_answers(
     wikidata: ReplayWikidata, upstream_client: Client, make_token, settings
 ) -> None:
