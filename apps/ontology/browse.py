@@ -105,6 +105,84 @@ def classes_by_domain(graph: OntologyGraph | None = None) -> list[tuple[str, lis
     ]
 
 
+@dataclass
+class ClassNode:
+    """A class in the index's tree, with its asserted subclasses of the same domain below it."""
+
+    cls: OntologyClass
+    terms: str  # what the filter matches, lower case: the preferred term, term id and local name
+    children: list[ClassNode] = field(default_factory=list)
+
+
+@dataclass
+class DomainTree:
+    name: str
+    count: int  # classes of the domain (all of them, whatever the filter)
+    nodes: list[ClassNode]
+    open: bool  # shown unfolded: when a filter found classes in it
+
+
+def class_tree(filter_text: str = "", graph: OntologyGraph | None = None) -> list[DomainTree]:
+    """Every domain's classes as a tree: its roots are the classes with no asserted superclass in the
+    domain, each with its subclasses below (a class with two parents appears under both). With
+    ``filter_text``, only the classes whose terms contain it and the branches that lead to them, and
+    only the domains that have one, unfolded. The page's script filters the same way as one types."""
+    graph = graph or ontology_graph()
+    needle = filter_text.strip().lower()
+    trees = []
+    for domain, classes in classes_by_domain(graph):
+        by_iri = {cls.iri: cls for cls in classes}
+
+        def node(
+            cls: OntologyClass, path: frozenset[str], by_iri: dict[str, OntologyClass] = by_iri
+        ) -> ClassNode:
+            children = sorted(
+                (
+                    by_iri[iri]
+                    for iri in graph.children.get(cls.iri, set())
+                    if iri in by_iri and iri not in path
+                ),
+                key=lambda child: child.preferred_term.lower(),
+            )
+            return ClassNode(
+                cls=cls,
+                terms=_terms(cls),
+                children=[node(child, path | {child.iri}) for child in children],
+            )
+
+        roots = [cls for cls in classes if not graph.parents.get(cls.iri, set()) & by_iri.keys()]
+        nodes = [node(cls, frozenset({cls.iri})) for cls in roots]
+        if needle:
+            nodes = _pruned(nodes, needle)
+            if not nodes:
+                continue
+        trees.append(DomainTree(name=domain, count=len(classes), nodes=nodes, open=bool(needle)))
+    return trees
+
+
+def class_filter_matches(filter_text: str, graph: OntologyGraph | None = None) -> int:
+    """How many classes the tree's filter ``filter_text`` finds (0 without one)."""
+    needle = filter_text.strip().lower()
+    if not needle:
+        return 0
+    graph = graph or ontology_graph()
+    return sum(1 for cls in graph.classes.values() if needle in _terms(cls))
+
+
+def _terms(cls: OntologyClass) -> str:
+    return f"{cls.preferred_term} {cls.term_id} {cls.local_name}".lower()
+
+
+def _pruned(nodes: list[ClassNode], needle: str) -> list[ClassNode]:
+    """The nodes that match ``needle`` or lead to one that does (with only such children)."""
+    kept = []
+    for item in nodes:
+        children = _pruned(item.children, needle)
+        if needle in item.terms or children:
+            kept.append(ClassNode(cls=item.cls, terms=item.terms, children=children))
+    return kept
+
+
 def class_view(local_name: str) -> ClassView | None:
     """The class page of ``local_name`` (exact), or ``None`` when there is no such class."""
     graph = ontology_graph()

@@ -72,9 +72,19 @@ def ontology_export_zip(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def ontology_index(request: HtmxHttpRequest) -> HttpResponse:
-    """Search (the ``discover`` tool's ranking) and every class by domain."""
+    """Search (the ``discover`` tool's ranking) and every class in a tree by domain, with a filter."""
     query = request.GET.get("q", "").strip()[:200]
-    context: dict[str, Any] = {"query": query, "domains": browse.classes_by_domain(), "error": ""}
+    # The tree's filter: typed, the page's script narrows the tree at once; sent (no script), this does.
+    filter_text = request.GET.get("filter", "").strip()[:100]
+    context: dict[str, Any] = {
+        "query": query,
+        "filter": filter_text,
+        "tree": browse.class_tree(filter_text),
+        "class_count": len(ontology_graph().classes),
+        "domain_count": len(browse.classes_by_domain()),
+        "filter_matches": browse.class_filter_matches(filter_text),
+        "error": "",
+    }
     if query:
         try:
             context["results"] = ontology_discover(query=query, limit=SEARCH_LIMIT)
