@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "apps.mcp_server",
     "apps.dashboard",
     "apps.changes",
+    "apps.oauth",
 ]
 
 MIDDLEWARE = [

@@ -16,6 +16,7 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
+    path("", include("apps.oauth.urls")),
     path("v1/", api.urls),
     path("ontology-agent/", ontology_api.urls),
     path("api/", include("cortexweb.resources")),

@@ -62,6 +62,7 @@ from apps.core.models import ApiToken, TokenScope
 from apps.core.services import api_token_authenticate
 from apps.mcp_server import services
 from apps.mcp_server.services import Caller
+from apps.oauth import services as oauth_services
 
 logger = get_logger(__name__)
 
@@ -528,7 +529,9 @@ class McpHttpApp:
             token = await _in_thread(caller, _bearer_token, authorization)
         except AuthenticationRequired as error:
             assert demand is not None  # only the token check raises it
-            await self._unauthorised(send, error, demand, presented=bool(authorization))
+            await self._unauthorised(
+                send, error, demand, presented=bool(authorization), origin=caller.base_url
+            )
             raise _Answered from error
         except RateLimited as error:
             return replace(caller, token_error=error)
@@ -538,7 +541,7 @@ class McpHttpApp:
         return replace(caller, token=token)
 
     async def _unauthorised(
-        self, send: Send, error: AuthenticationRequired, demand: TokenDemand, *, presented: bool
+        self, send: Send, error: AuthenticationRequired, demand: TokenDemand, *, presented: bool, origin: str
     ) -> None:
         """401 with the explanation where each reader looks for it. The official SDK client turns a
         non-2xx answer into "Server returned an error response" unless its body is a JSON-RPC error,
@@ -549,6 +552,9 @@ class McpHttpApp:
         # (§3 allows it), since it says what to send.
         attributes = ['realm="cortexweb"', *(['error="invalid_token"'] if presented else [])]
         attributes.append(f'error_description="{description}"')
+        # RFC 9728 §5.1 (and the MCP authorization spec): where an OAuth client discovers how to get
+        # a token for this resource.
+        attributes.append(f'resource_metadata="{oauth_services.resource_metadata_url(origin)}"')
         await _respond(
             send,
             error.status_code,

@@ -210,7 +210,8 @@ def test_a_401_says_what_to_send_in_its_body_and_challenge(
     assert response.status_code == 401
     assert response.headers["Content-Type"] == "application/json"
     assert response.headers["WWW-Authenticate"] == (
-        f'Bearer realm="cortexweb", {challenge_error}error_description="{description}"'
+        f'Bearer realm="cortexweb", {challenge_error}error_description="{description}", '
+        f'resource_metadata="{cortex_server.url}/.well-known/oauth-protected-resource/mcp"'
     )
     assert response.json() == _unauthorised(7, description, scope)
 
