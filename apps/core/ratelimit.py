@@ -89,9 +89,23 @@ local oldest = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
 return {0, oldest + window - now}
 """
 
-# KEYS[1] = lock key, ARGV[1] = owner token. Deletes only the caller's own lock.
+# KEYS[1] = lock key, KEYS[2] = the same name's MinimumSpacing last-send key, ARGV[1] = owner token.
+# Deletes only the caller's own lock. While a spacing claim is live, the release moves it to now: the
+# upstream received the request before its answer came back, so spacing the next send from the end
+# of this one holds the interval at the upstream's side whatever delayed this request between its
+# claim and its arrival (a loaded sending host was measured 42 ms late, tests/deploy). An expired
+# claim is left alone: the request then outlasted interval + 1 s already.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  local last = tonumber(redis.call('GET', KEYS[2]) or 0)
+  local ttl = redis.call('PTTL', KEYS[2])
+  if last > 0 and ttl > 0 then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if now > last then
+      redis.call('SET', KEYS[2], now, 'PX', ttl + math.ceil((now - last) / 1000))
+    end
+  end
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -291,7 +305,7 @@ class ConnectionLock:
         try:
             yield
         finally:
-            self.redis.eval(_RELEASE, 1, self.key, token)
+            self.redis.eval(_RELEASE, 2, self.key, f"{KEY_PREFIX}{self.name}:last-send", token)
 
 
 class MinimumSpacing:
