@@ -72,6 +72,11 @@ def knowledge_index(request: HtmxHttpRequest) -> HttpResponse:
         "filters": filters,
         "domains": domains,
         "hits": hits,
+        # The hits above the similarity floor (or matching words), then the rest, folded away.
+        "good_hits": [hit for hit in hits if hit.matches_well],
+        "weak_hits": [hit for hit in hits if not hit.matches_well],
+        "similarity_floor": selectors.SIMILARITY_FLOOR,
+        "best_similarity": max((hit.similarity for hit in hits), default=0.0),
         "page": page,
         "error": error,
         "stale_after_days": selectors.STALE_AFTER_DAYS,
