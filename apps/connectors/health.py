@@ -40,8 +40,9 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+import redis
 from django.conf import settings
-from django.db.models import Max, Min
+from django.db.models import Max, Min, Q
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
@@ -73,6 +74,8 @@ REQUEST_FAILED = (UpstreamOutcome.FAILED, UpstreamOutcome.THROTTLED)
 PROBE_KEY = "cortex:health:probe:"  # + "connector:<slug>" or "upstream:<name>": newest first
 PROBES_KEPT = 20
 WORKER_HEARTBEAT_KEY = "cortex:health:worker-heartbeat"
+# How far back "since" is looked for: the last success before a long outage, read by time (indexed).
+HISTORY = timedelta(hours=24)
 
 
 def _wikidata_upstreams() -> tuple[str, ...]:
@@ -235,13 +238,20 @@ def probe_record(target: str, observation: Observation) -> None:
 
 
 def probes_read(targets: Iterable[str]) -> dict[str, list[Observation]]:
-    """Each target's recorded probes, newest first (one round trip)."""
+    """Each target's recorded probes, newest first (one round trip). Without Redis, none: the health
+    is then judged from the rows alone, so the pages that show it still answer (after Redis's
+    socket timeout) instead of failing with it."""
     names = list(targets)
     pipe = get_redis().pipeline()
     for name in names:
         pipe.lrange(PROBE_KEY + name, 0, PROBES_KEPT - 1)
+    try:
+        answers = pipe.execute()
+    except redis.RedisError as error:
+        logger.warning("health.probes_unreadable", error=str(error))
+        return {name: [] for name in names}
     found: dict[str, list[Observation]] = {}
-    for name, raw in zip(names, pipe.execute(), strict=True):
+    for name, raw in zip(names, answers, strict=True):
         found[name] = [
             Observation(datetime.fromisoformat(item["at"]), bool(item["ok"]), item.get("error", ""))
             for item in (json.loads(entry) for entry in raw)
@@ -296,7 +306,7 @@ def upstreams_health(*, names: Iterable[str] | None = None, now: datetime | None
     )  # fmt: skip
     result = []
     for name, observations in sorted(observed.items()):
-        health = _assessed("upstream", name, observations, before.get(name, {}), since)
+        health = _assessed("upstream", name, observations, before.get(name, {}))
         health = _probe_detail(health, probes[f"upstream:{name}"], since)
         if health.state in (State.DOWN, State.DEGRADED) and health.since is None:
             rows_of = UpstreamRequest.objects.filter(upstream=name)
@@ -316,10 +326,10 @@ def _before_window(
     status_field: str,
     since: datetime,
 ) -> dict[str, dict[str, datetime | None]]:
-    """Per target, the newest success and failure before the window (one query)."""
+    """Per target, the newest success and failure in the ``HISTORY`` before the window (one query)."""
     return {
         row[key]: {"ok": row["last_ok"], "failed": row["last_failed"]}
-        for row in queryset.filter(created_at__lte=since)
+        for row in queryset.filter(created_at__gt=since - HISTORY, created_at__lte=since)
         .values(key)
         .annotate(
             last_ok=Max("created_at", filter=_in(status_field, ok)),
@@ -329,9 +339,7 @@ def _before_window(
     }
 
 
-def _in(status_field: str, values: tuple[str, ...]) -> Any:
-    from django.db.models import Q
-
+def _in(status_field: str, values: tuple[str, ...]) -> Q:
     return Q(**{f"{status_field}__in": list(values)})
 
 
@@ -340,7 +348,6 @@ def _assessed(
     target: str,
     observations: list[Observation],
     before: dict[str, datetime | None],
-    since: datetime,
 ) -> Health:
     return assess(
         kind=kind,
@@ -354,8 +361,9 @@ def _assessed(
 def _streak_start(
     queryset: Any, status_field: str, failed: tuple[str, ...], last_ok_at: datetime | None
 ) -> Any:
-    """The first failure after the last success (whole history the table keeps)."""
-    failures = queryset.filter(**{f"{status_field}__in": list(failed)})
+    """The first failure after the last success, within ``HISTORY``: an outage older than that is
+    said to have lasted since then (the rows are read by time, never the whole table)."""
+    failures = queryset.filter(_in(status_field, failed), created_at__gt=timezone.now() - HISTORY)
     if last_ok_at is not None:
         failures = failures.filter(created_at__gt=last_ok_at)
     return failures.aggregate(first=Min("created_at"))["first"]
@@ -409,7 +417,7 @@ def connectors_health(
     by_upstream = {health.target: health for health in upstreams}
     result = {}
     for slug in slugs:
-        own = _assessed("connector", slug, observed[slug], before.get(slug, {}), since)
+        own = _assessed("connector", slug, observed[slug], before.get(slug, {}))
         if own.state in (State.DOWN, State.DEGRADED) and own.since is None:
             own = replace(own, since=_streak_start(ToolCall.objects.filter(connector_slug=slug), "status",
                                                    CALL_FAILED, own.last_ok_at))  # fmt: skip

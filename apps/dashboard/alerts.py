@@ -16,14 +16,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from apps.connectors import health
+from apps.core.logging import get_logger
 from apps.core.models import UpstreamOutcome, UpstreamRequest
 from apps.grounding.models import Verification
+
+logger = get_logger(__name__)
 
 ERROR_RATE_WINDOW = timedelta(minutes=10)
 ERROR_RATE_MIN_REQUESTS = 5
@@ -121,7 +125,11 @@ def alerts_firing(*, now: datetime | None = None, report: health.HealthReport | 
             Alert("CortexReviewQueueStale",
                   f"The oldest of {queue.pending} verifications waiting for review has waited {_ago(age)}.")
         )  # fmt: skip
-    silent = health.worker_heartbeat_age()
+    try:
+        silent = health.worker_heartbeat_age()
+    except redis.RedisError as error:  # the stamp is in Redis: unknown, not "never"
+        logger.warning("alerts.heartbeat_unreadable", error=str(error))
+        silent = 0.0
     if silent > settings.CORTEX_ALERT_WORKER_SILENT_SECONDS:
         firing.append(
             Alert("CortexWorkerSilent",

@@ -303,3 +303,18 @@ def test_the_staff_banner_lists_the_alert_conditions_that_hold(default_registry,
     Verification.objects.all().delete()
     assert alerts.alerts_firing() == []
     assert "alert-banner" not in role_client(username="other").get("/").content.decode()
+
+
+@pytest.mark.django_db
+def test_without_redis_the_health_is_judged_from_the_rows_alone(default_registry, monkeypatch) -> None:
+    """The probe records live in Redis; the connectors page must not fail with it (a frozen Redis is
+    tests/core/test_dependency_faults.py's)."""
+    import redis
+
+    _call("arxiv", ToolCallStatus.UPSTREAM_ERROR, 3, "arXiv answered HTTP 503")
+    nowhere = redis.Redis(host="127.0.0.1", port=9, socket_connect_timeout=0.5, socket_timeout=0.5)
+    monkeypatch.setattr(health, "get_redis", lambda: nowhere)
+    assert health.probes_read(["connector:arxiv"]) == {"connector:arxiv": []}
+    response = Client().get("/connectors")
+    assert response.status_code == 200
+    assert 'data-health="down">down</span>' in response.content.decode()
