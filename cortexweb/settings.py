@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "apps.mcp_server",
     "apps.dashboard",
     "apps.changes",
+    "oauth2_provider",
     "apps.oauth",
 ]
 
@@ -355,6 +356,45 @@ CORTEX_OUTBOUND_ALLOW_HOSTS = env.list("CORTEX_OUTBOUND_ALLOW_HOSTS", default=[]
 # Per-token request limit on /v1/, /api/ and MCP calls, shared by every process (0 = none).
 CORTEX_TOKEN_REQUESTS_PER_MINUTE = env.int("CORTEX_TOKEN_REQUESTS_PER_MINUTE", default=600)
 CORTEX_TOKEN_BURST = env.int("CORTEX_TOKEN_BURST", default=120)
+# OAuth 2.1 for MCP hosts (apps/oauth, docs/oauth.md): access-token lifetime (short: the refresh
+# token, rotated on each use, keeps a host connected), refresh-token lifetime, and client
+# registrations per client IP per minute (RFC 7591 dynamic registration is open to anyone).
+CORTEX_OAUTH_ACCESS_TOKEN_SECONDS = env.int("CORTEX_OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
+CORTEX_OAUTH_REFRESH_TOKEN_SECONDS = env.int("CORTEX_OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 24 * 3600)
+CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE = env.int("CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE", default=5)
+OAUTH2_PROVIDER = {
+    # The scopes a user may grant an MCP host; never admin (apps/oauth/services.py).
+    "SCOPES": {
+        "read": "Read knowledge, facts, papers and your memories",
+        "write": "Write memories and propose ontology changes",
+        "upstream": "Start work against upstream sources (arXiv, Wikidata)",
+        "verify": "Verify claims against the knowledge base",
+    },
+    "DEFAULT_SCOPES": ["read"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": CORTEX_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": CORTEX_OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    # RFC 9700: no implicit or password grant, S256 only, tokens hashed at rest, exact redirect URIs.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # RFC 8252 §7.3: a native host's loopback redirect may use any port; MCP hosts register "localhost".
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none"],
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "REQUEST_APPROVAL_PROMPT": "force",
+}
 # Page submissions that start upstream work (a fact question, a live arXiv search, an admin re-run),
 # per signed-in user across every process (0 = none); docs/security.md.
 CORTEX_PAGE_SUBMISSIONS_PER_MINUTE = env.int("CORTEX_PAGE_SUBMISSIONS_PER_MINUTE", default=10)

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from apps.core import views as core_views
+from apps.oauth import urls as oauth_urls
 from cortexweb.api import api, ontology_api
 
 admin.site.site_header = "CortexWeb operations"
@@ -17,6 +18,7 @@ urlpatterns = [
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("", include("apps.oauth.urls")),
+    path("oauth/", include((oauth_urls.authorization_server_patterns, "oauth2_provider"))),
     path("v1/", api.urls),
     path("ontology-agent/", ontology_api.urls),
     path("api/", include("cortexweb.resources")),

@@ -11,8 +11,12 @@ names the URL the client actually reached.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
 
 from apps.core.models import TokenScope
+from apps.core.ratelimit import RateLimiter
 
 # What an OAuth client may ask for. Never ``admin`` (operators create admin tokens by hand) and not
 # ``propose`` (the ontology agent's own scope): the scopes an MCP host's user can sensibly grant.
@@ -38,3 +42,91 @@ def protected_resource_metadata(origin: str, resource_path: str = "") -> dict[st
         "bearer_methods_supported": ["header"],
         "resource_name": "CortexWeb MCP" if resource_path == MCP_PATH else "CortexWeb",
     }
+
+
+# --- Dynamic client registration (RFC 7591) ------------------------------------------------------
+
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+class RegistrationRefused(Exception):
+    """A registration request this server does not accept: the RFC 7591 error and what to fix."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` may not be a redirect URI, None when it may: ``https`` anywhere, or ``http`` on a
+    loopback host (a native MCP host's local listener, any port: RFC 8252 §7.3). No fragment (RFC
+    6749 §3.1.2), no credentials in the URL, no other scheme (``javascript:``, custom schemes)."""
+    try:
+        parsed = urlsplit(uri)
+        parsed.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return f"'{uri}' is not a URL."
+    problems = (
+        (bool(parsed.fragment) or "#" in uri, "has a fragment; a redirect URI may not."),
+        (parsed.username is not None or parsed.password is not None, "carries credentials; it may not."),
+        (not parsed.hostname, "has no host."),
+        (
+            not (parsed.scheme == "https" or (parsed.scheme == "http" and parsed.hostname in LOOPBACK_HOSTS)),
+            "must be https, or http on a loopback address (127.0.0.1, [::1], localhost).",
+        ),
+    )
+    return next((f"'{uri}' {problem}" for failed, problem in problems if failed), None)
+
+
+def registration_metadata(data: Any) -> dict[str, Any]:
+    """The client metadata to register from a request's ``data``: a public client (PKCE, no secret:
+    RFC 7591 §2 lets the server replace what a client asked for, and the response says what was
+    registered) of the authorization-code grant, with checked redirect URIs and only OAuth scopes.
+    ``RegistrationRefused`` otherwise."""
+    if not isinstance(data, dict):
+        raise RegistrationRefused("invalid_client_metadata", "The request body must be a JSON object.")
+    redirect_uris = data.get("redirect_uris")
+    uris_ok = isinstance(redirect_uris, list) and all(isinstance(uri, str) for uri in redirect_uris)
+    if not (uris_ok and redirect_uris):
+        raise RegistrationRefused("invalid_redirect_uri", "redirect_uris must be a non-empty array of URLs.")
+    for uri in redirect_uris:
+        if problem := redirect_uri_problem(uri):
+            raise RegistrationRefused("invalid_redirect_uri", problem)
+    grant_types = data.get("grant_types", ["authorization_code", "refresh_token"])
+    if not isinstance(grant_types, list) or set(grant_types) - {"authorization_code", "refresh_token"}:
+        raise RegistrationRefused(
+            "invalid_client_metadata", "grant_types may only be authorization_code and refresh_token."
+        )
+    response_types = data.get("response_types", ["code"])
+    if response_types != ["code"]:
+        raise RegistrationRefused("invalid_client_metadata", "response_types may only be ['code'].")
+    scope = data.get("scope")
+    if scope is not None:
+        unknown = set(str(scope).split()) - set(OAUTH_SCOPES)
+        if unknown:
+            raise RegistrationRefused(
+                "invalid_client_metadata",
+                f"Unknown or not grantable scopes: {', '.join(sorted(unknown))}; "
+                f"the scopes are {', '.join(OAUTH_SCOPES)}.",
+            )
+    client_name = data.get("client_name", "")
+    if not isinstance(client_name, str) or len(client_name) > 255:
+        raise RegistrationRefused(
+            "invalid_client_metadata", "client_name must be text of at most 255 characters."
+        )
+    return {
+        **data,
+        "redirect_uris": redirect_uris,
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "client_name": client_name or "Unnamed MCP client",
+    }
+
+
+def registration_limiter(*, address: str) -> RateLimiter:
+    """Registrations from one client address: ``CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE``, shared by
+    every process through Redis (registration is open, so this is what stops a flood of clients)."""
+    per_minute = max(settings.CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE, 1)
+    return RateLimiter(f"oauth:register:{address}", interval=60.0 / per_minute, burst=per_minute)

@@ -1,10 +1,24 @@
-"""OAuth endpoints at the well-known paths (RFC 8615); included at the site root."""
+"""OAuth endpoints: the well-known metadata (RFC 8615) at the site root, the authorization server's
+endpoints under ``/oauth/``. The authorization-server routes keep DOT's namespace
+(``oauth2_provider``): its metadata document reverses them by those names."""
 
 from django.urls import path
+from oauth2_provider import views as dot_views
 
 from apps.oauth import services, views
 
 app_name = "oauth"
+
+# Only what the MCP flow needs: no introspection, device flow, OIDC or application-management pages.
+authorization_server_patterns = [
+    path("authorize/", dot_views.AuthorizationView.as_view(), name="authorize"),
+    path("token/", dot_views.TokenView.as_view(), name="token"),
+    path("revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("register/", views.ClientRegistrationView.as_view(), name="dcr-register"),
+    path(
+        "register/<str:client_id>/", views.ClientConfigurationView.as_view(), name="dcr-register-management"
+    ),
+]
 
 urlpatterns = [
     path(
@@ -17,5 +31,10 @@ urlpatterns = [
         views.protected_resource_metadata,
         {"resource_path": services.MCP_PATH},
         name="protected_resource_metadata_mcp",
+    ),
+    path(
+        ".well-known/oauth-authorization-server",
+        dot_views.OAuthServerMetadataView.as_view(),
+        name="authorization_server_metadata",
     ),
 ]
