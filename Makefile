@@ -49,7 +49,8 @@ TYPED = apps/*/services.py apps/*/clients.py apps/*/tasks.py apps/connectors/gat
 	apps/ontology/sparql_regex.py \
 	apps/core/links.py apps/core/templatetags/cortex_links.py apps/knowledge/selectors.py \
 	apps/grounding/selectors.py apps/wikidata/provenance.py \
-	apps/core/charts.py apps/dashboard/selectors.py apps/dashboard/panels.py apps/dashboard/views.py
+	apps/core/charts.py apps/dashboard/selectors.py apps/dashboard/panels.py apps/dashboard/views.py \
+	apps/connectors/health.py apps/dashboard/alerts.py
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
