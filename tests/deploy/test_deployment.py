@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import threading
 import time
 import urllib.error
@@ -26,6 +27,7 @@ from tests.deploy.cluster import Cluster, namespaces_available
 UNAVAILABLE = namespaces_available()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
 
+logger = logging.getLogger(__name__)
 FACT_QUESTION = "What is Douglas Adams an instance of?"
 FACT_ANSWER = "Douglas Adams — instance of — human"
 
@@ -213,6 +215,7 @@ def test_nine_concurrent_arxiv_searches_from_both_worker_hosts_keep_the_interval
     gaps = [later["at"] - earlier["at"] for earlier, later in itertools.pairwise(arrivals)]
     # Measured at the replay host; 10 ms allows for the jitter between a granted slot and its arrival.
     assert min(gaps) >= cluster.arxiv_interval - 0.01, gaps
+    logger.warning("arXiv gaps at the replay host: min %.3f s, max %.3f s", min(gaps), max(gaps))
     assert log["arxivMaxOpenConnections"] == 1
 
 
@@ -302,8 +305,8 @@ def test_a_web_host_killed_under_load_loses_no_acknowledged_write(cluster: Clust
                     failures.append((time.monotonic() - began, repr(error)))
                 continue
             with lock:
-                if status == 200:
-                    stored.append(body["id"])
+                if status == 200 and body["status"] in ("stored", "reinforced"):
+                    stored.append(body["id"])  # reinforced: a near-duplicate's id, which must exist too
                 else:
                     failures.append((time.monotonic() - began, f"{status} {body}"))
 
@@ -324,7 +327,13 @@ def test_a_web_host_killed_under_load_loses_no_acknowledged_write(cluster: Clust
         found = connection.execute(
             "SELECT count(*) FROM memory_memory WHERE id = ANY(%s::uuid[])", (stored,)
         ).fetchone()
-    assert found == (len(stored),)
+    assert found == (len(set(stored)),)
+    logger.warning(
+        "web host killed under load: %d acknowledged writes (%d memories), %d failed, all found",
+        len(stored),
+        len(set(stored)),
+        len(failures),
+    )
     served = {call(f"{cluster.lb_url}/healthz")[1]["x-served-by"] for _ in range(4)}
     assert served == {"web1"}
     cluster.start_web("web2")
