@@ -168,6 +168,14 @@ def _shaped_call(tool: RemoteTool, shaped: adapters.CallsShaped, healing: _Heali
     }
 
 
+def tool_arguments_check(tool: RemoteTool, arguments: Any) -> None:
+    """The checks ``tool_call`` makes before sending anything (the tool's call shape, then the upstream's
+    input schema for each call); ``ValidationFailed`` naming the paths, as the call would raise."""
+    shaped = adapters.arguments_shaped(tool.name, arguments) if isinstance(arguments, dict) else None
+    for _, each in shaped.calls if shaped is not None else [("", arguments)]:
+        _arguments_validate(tool, each)
+
+
 def _arguments_validate(tool: RemoteTool, arguments: Any) -> None:
     if not isinstance(arguments, dict):
         raise ValidationFailed(

@@ -338,11 +338,12 @@ class ToolCallStatus(models.TextChoices):
 
 
 class CallTransport(models.TextChoices):
-    """How the caller reached CortexWeb: the REST API or the MCP server (HTTP or stdio)."""
+    """How the caller reached CortexWeb: the REST API, the MCP server (HTTP or stdio) or a tool page."""
 
     REST = "rest", "REST /v1/"
     MCP_HTTP = "mcp-http", "MCP over HTTP"
     MCP_STDIO = "mcp-stdio", "MCP over stdio"
+    PAGE = "page", "A tool page's \"Try this tool\" (staff)"
 
 
 class ToolCall(models.Model):

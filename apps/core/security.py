@@ -253,6 +253,7 @@ MEMORY_EDITOR = "memory.change_memory"
 MEMORY_REMOVER = "memory.delete_memory"
 ONTOLOGY_READER = "ontology.view_ontologyproposal"
 ONTOLOGY_REVIEWER = "ontology.change_ontologyproposal"
+CONNECTOR_OPERATOR = "connectors.change_connector"  # as the admin: Sync and "Try this tool" on the pages
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,15 @@ PAGE_COLUMNS: tuple[Role, ...] = (
     Role("anonymous", signed_in=False, staff=False, what="not signed in"),
     Role(
         "not staff",
-        (FACT_ASKER, SEARCHER, REVIEWER, MEMORY_EDITOR, MEMORY_REMOVER, ONTOLOGY_REVIEWER),
+        (
+            FACT_ASKER,
+            SEARCHER,
+            REVIEWER,
+            MEMORY_EDITOR,
+            MEMORY_REMOVER,
+            ONTOLOGY_REVIEWER,
+            CONNECTOR_OPERATOR,
+        ),
         staff=False,
         what="signed in, holding the page permissions, but not staff",
     ),
@@ -288,6 +297,11 @@ PAGE_COLUMNS: tuple[Role, ...] = (
     Role("proposal reader", (ONTOLOGY_READER,), what=f"staff with `{ONTOLOGY_READER}`"),
     Role(
         "proposal reviewer", (ONTOLOGY_REVIEWER,), what=f"staff with `{ONTOLOGY_REVIEWER}` (approve, reject)"
+    ),
+    Role(
+        "connector operator",
+        (CONNECTOR_OPERATOR,),
+        what=f'staff with `{CONNECTOR_OPERATOR}` (Sync, "Try this tool")',
     ),
     Role("superuser", superuser=True, what="holds every permission"),
 )
@@ -340,6 +354,32 @@ def session_outcome(operation: Operation, role: Role) -> str:
 
 PAGE_OPERATIONS: tuple[PageOperation, ...] = (
     PageOperation("GET /connectors", "connectors:catalogue", None, "the tool catalogue"),
+    PageOperation(
+        "GET /connectors/<slug>",
+        "connectors:connector_detail",
+        None,
+        "a connector, its tools and last sync (Sync for connector operators)",
+    ),
+    PageOperation(
+        "POST /connectors/<slug>/sync",
+        "connectors:connector_sync",
+        (CONNECTOR_OPERATOR,),
+        "sync now: added, removed, renamed, changed; changes awaiting approval",
+        rate_limited=True,
+    ),
+    PageOperation(
+        "GET /connectors/tools/<name>",
+        "connectors:tool_detail",
+        None,
+        'a tool, its upstream name and input schema ("Try this tool" for connector operators)',
+    ),
+    PageOperation(
+        "POST /connectors/tools/<name>/try",
+        "connectors:tool_try",
+        (CONNECTOR_OPERATOR,),
+        "a dry run (nothing sent), then on confirm the call through the gateway (a ToolCall)",
+        rate_limited=True,
+    ),
     PageOperation(
         "GET /papers", "arxiv:paper_list", None, "stored papers (the live search form for searchers)"
     ),

@@ -200,6 +200,10 @@ MCP_PROBES: dict[str, McpProbe] = {
 
 PAGE_PROBES: dict[str, Probe] = {
     "GET /connectors": Probe("GET", "/connectors", 200),
+    "GET /connectors/<slug>": Probe("GET", "/connectors/nope", 404),
+    "POST /connectors/<slug>/sync": Probe("POST", "/connectors/nope/sync", 404, {}),
+    "GET /connectors/tools/<name>": Probe("GET", "/connectors/tools/nope.nope", 404),
+    "POST /connectors/tools/<name>/try": Probe("POST", "/connectors/tools/nope.nope/try", 404, {}),
     "GET /papers": Probe("GET", "/papers", 200),
     "GET /papers/<id>": Probe("GET", "/papers/2401.99999", 404),
     "GET /papers/live": Probe("GET", "/papers/live", 200),
@@ -607,8 +611,8 @@ def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
         "http": (67, 7),
         "mcp": (31, 7),
-        "pages": (34, 15),
-        "api sessions": (28, 15),
+        "pages": (38, 16),
+        "api sessions": (28, 16),
     }
 
 

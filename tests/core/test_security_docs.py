@@ -34,13 +34,13 @@ def test_the_page_shows_every_operation_and_its_cells() -> None:
     )
     assert (
         "| `POST /facts` | `wikidata.add_factrun` (rate-limited) | login | 403 | 403 | 403 | allowed "
-        "| 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | allowed |"
+        "| 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | allowed |"
     ) in generated
     for operation in (*security.HTTP_OPERATIONS, *security.MCP_OPERATIONS, *security.PAGE_OPERATIONS):
         assert f"| `{operation.name}` |" in generated
     assert (
-        "67 × 7 over HTTP, 31 × 7 over each MCP transport, 34 × 15 pages and 28 × 15 `/api/` sessions: "
-        "1833 cells." in generated
+        "67 × 7 over HTTP, 31 × 7 over each MCP transport, 38 × 16 pages and 28 × 16 `/api/` sessions: "
+        "1959 cells." in generated
     )
     # Reviews are scriptable (issue #24) for admin tokens and reviewers' sessions, nobody else.
     assert (
@@ -50,7 +50,12 @@ def test_the_page_shows_every_operation_and_its_cells() -> None:
     assert (
         "| `GET /api/verifications/` | `grounding.view_verification` or "
         "`grounding.review_verification` | 401 | 403 | 403 | 403 | 403 | 403 | 403 | allowed | allowed "
-        "| 403 | 403 | 403 | 403 | 403 | allowed |"
+        "| 403 | 403 | 403 | 403 | 403 | 403 | allowed |"
+    ) in generated
+    # Sync and "Try this tool": the admin's permission, on staff only; the pages themselves are public.
+    assert (
+        "| `POST /connectors/tools/<name>/try` | `connectors.change_connector` (rate-limited) | login | 403 "
+        "| 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | 403 | allowed | allowed |"
     ) in generated
     for operation in security.API_SESSION_OPERATIONS:
         assert generated.count(f"| `{operation.name}` |") == 2  # its token row and its session row
