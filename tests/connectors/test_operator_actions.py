@@ -303,3 +303,23 @@ def test_a_schema_the_builder_cannot_read_is_one_json_textarea() -> None:
     form = TrialForm({"arg-arguments": '{"a": 1}'}, schema={"oneOf": [{"type": "object"}]}, prefix="arg")
     assert list(form.fields) == ["arguments"]
     assert form.is_valid() and form.arguments() == {"a": 1}
+
+
+def test_sync_and_calls_count_against_the_page_submission_limit_and_dry_runs_do_not(
+    wikidata_mcp, settings
+) -> None:
+    settings.CORTEX_PAGE_SUBMISSIONS_PER_MINUTE = 1
+    settings.CORTEX_PAGE_SUBMISSION_BURST = 2
+    operator = Client()
+    operator.force_login(make_user("limited", OPERATOR))
+    for _ in range(3):
+        assert operator.post(f"{SPARQL}/try", {"arg-sparql": "SELECT 1"}).status_code == 200  # dry runs
+    assert operator.post("/connectors/wikidata/sync").status_code == 200
+    confirm = {"confirm": "1", "arguments_json": json.dumps({"sparql": "SELECT 1"})}
+    assert operator.post(f"{SPARQL}/try", confirm).status_code == 200
+
+    refused = operator.post(f"{SPARQL}/try", confirm)
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) >= 1
+    assert operator.post("/connectors/wikidata/sync").status_code == 429
+    assert (ConnectorSync.objects.count(), ToolCall.objects.count()) == (1, 1)
