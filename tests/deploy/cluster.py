@@ -388,6 +388,9 @@ class Cluster:
     def restart_db(self, down_seconds: float) -> None:
         self.kill_host("db")
         time.sleep(down_seconds)
+        # As after a machine's reboot: the killed postmaster's pid file stays behind, and its pid may
+        # already belong to another process of this machine, which Postgres would take for a live server.
+        (self.workdir / "pgdata" / "postmaster.pid").unlink(missing_ok=True)
         self._postgres_up()
         self._wait_port("db", 5432)
 
