@@ -362,6 +362,8 @@ CORTEX_TOKEN_BURST = env.int("CORTEX_TOKEN_BURST", default=120)
 CORTEX_OAUTH_ACCESS_TOKEN_SECONDS = env.int("CORTEX_OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
 CORTEX_OAUTH_REFRESH_TOKEN_SECONDS = env.int("CORTEX_OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 24 * 3600)
 CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE = env.int("CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE", default=5)
+# apps/oauth/models.py points at the client model by this (swappable) name, as DOT documents.
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER = {
     # The scopes a user may grant an MCP host; never admin (apps/oauth/services.py).
     "SCOPES": {

@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from apps.core import metrics
 from apps.core.errors import (
-    AuthenticationRequired,
     DeadlineReached,
     NotFound,
     RateLimited,
@@ -140,7 +139,11 @@ def api_token_authenticate(*, raw_token: str) -> ApiToken:
     """
     token = ApiToken.objects.active().filter(token_hash=hash_token(raw_token)).first()
     if token is None:
-        raise AuthenticationRequired("The bearer token is unknown, expired or revoked.")
+        # Not an API token: an OAuth access token acts as its grant's API token (apps/oauth/tokens.py).
+        # Imported here: apps.oauth builds on apps.core.
+        from apps.oauth.tokens import oauth_token_authenticate
+
+        token = oauth_token_authenticate(raw_token=raw_token)
     api_token_rate_check(token=token)
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:

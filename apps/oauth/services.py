@@ -22,6 +22,14 @@ from apps.core.ratelimit import RateLimiter
 # ``propose`` (the ontology agent's own scope): the scopes an MCP host's user can sensibly grant.
 OAUTH_SCOPES: tuple[str, ...] = (TokenScope.READ, TokenScope.WRITE, TokenScope.UPSTREAM, TokenScope.VERIFY)
 
+# What the consent page says each scope lets the client do.
+OAUTH_SCOPES_DESCRIBED: tuple[tuple[str, str], ...] = (
+    (TokenScope.READ, "read: search knowledge, facts and papers, and read your memories"),
+    (TokenScope.WRITE, "write: write memories and propose ontology changes"),
+    (TokenScope.UPSTREAM, "upstream: start work against upstream sources (arXiv, Wikidata)"),
+    (TokenScope.VERIFY, "verify: verify claims against the knowledge base"),
+)
+
 PROTECTED_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
 

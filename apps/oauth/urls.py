@@ -11,7 +11,8 @@ app_name = "oauth"
 
 # Only what the MCP flow needs: no introspection, device flow, OIDC or application-management pages.
 authorization_server_patterns = [
-    path("authorize/", dot_views.AuthorizationView.as_view(), name="authorize"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("authorize/", views.ConsentView.as_view(), name="authorize"),
     path("token/", dot_views.TokenView.as_view(), name="token"),
     path("revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
     path("register/", views.ClientRegistrationView.as_view(), name="dcr-register"),

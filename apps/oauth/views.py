@@ -6,14 +6,24 @@ import json
 import math
 from typing import Any
 
+from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse_lazy
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
-from oauth2_provider.views import DynamicClientRegistrationManagementView, DynamicClientRegistrationView
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+)
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from apps.core.errors import RateLimited
 from apps.oauth import services
+from apps.oauth.forms import ConsentForm
+from apps.oauth.tokens import resource_is_ours
 
 
 def _origin(request: HttpRequest) -> str:
@@ -68,3 +78,67 @@ class ClientConfigurationView(DynamicClientRegistrationManagementView):
     a PUT would change redirect URIs past the rules ``ClientRegistrationView`` checks."""
 
     http_method_names = ["get", "delete"]
+
+
+class ConsentView(AuthorizationView):
+    """The authorization endpoint: the signed-in user sees who asks (client name, redirect URI) for
+    what (scopes), ticks the scopes to grant, and allows or denies. DOT validates the request
+    (client, exact redirect URI, PKCE S256, known scopes) before the page is shown."""
+
+    template_name = "oauth/authorize.html"
+    form_class = ConsentForm
+    login_url = reverse_lazy("oauth2_provider:login")
+
+    def validate_authorization_request(self, request: HttpRequest) -> Any:
+        scopes, credentials = super().validate_authorization_request(request)
+        if credentials.get("code_challenge_method") != "S256":
+            # DOT refuses "plain" only once the code is made, after consent: refuse it before.
+            raise OAuthToolkitError(
+                error=CustomOAuth2Error(
+                    error="invalid_request",
+                    description='code_challenge_method must be "S256".',
+                    state=credentials.get("state"),
+                ),
+                redirect_uri=credentials["redirect_uri"],
+            )
+        # RFC 8707: a token is only ever for this server; a request for another resource is
+        # refused before consent (invalid_target, sent back to the validated redirect URI).
+        for resource in request.GET.getlist("resource"):
+            if not resource_is_ours(resource):
+                raise OAuthToolkitError(
+                    error=CustomOAuth2Error(
+                        error="invalid_target",
+                        description=f"This server issues tokens only for itself, not for '{resource}'.",
+                        state=credentials.get("state"),
+                    ),
+                    redirect_uri=credentials["redirect_uri"],
+                )
+        return scopes, credentials
+
+    def get_initial(self) -> dict[str, Any]:
+        initial = super().get_initial()
+        initial["granted"] = initial["scope"].split()
+        return initial
+
+    def form_valid(self, form: ConsentForm) -> HttpResponse:
+        if not form.cleaned_data.get("resource"):
+            # A client that names no resource (RFC 8707 is newer than some hosts) gets a token for
+            # the MCP endpoint: every token here is audience-restricted.
+            form.cleaned_data["resource"] = f"{_origin(self.request)}{services.MCP_PATH}"
+        return super().form_valid(form)
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        descriptions = dict(services.OAUTH_SCOPES_DESCRIBED)
+        form = context.get("form")
+        if form is not None:
+            requested = str(form["scope"].value() or "").split()
+            form.fields["granted"].choices = [(scope, descriptions.get(scope, scope)) for scope in requested]
+        return context
+
+
+class LoginView(auth_views.LoginView):
+    """Sign-in for the consent page, with any active Django account (the admin's login is for staff)."""
+
+    template_name = "oauth/login.html"
+    redirect_authenticated_user = False

@@ -27,6 +27,7 @@ from apps.memory.models import MemorySettings
 from apps.memory.services import Scope, TellItem, memory_tell
 from apps.wikidata.models import Fact, FactRun, FactRunStatus
 from tests.conftest import make_user
+from tests.oauth.flow import oauth_grant_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -150,6 +151,8 @@ def test_every_changelist_and_change_page_renders(seeded, superuser_client) -> N
         renamed={"wikidata.get_claims": "get_entity_claims"},
         started_at=datetime(2026, 1, 2, tzinfo=UTC),
     )
+    # An MCP host's OAuth grant (#28): its client, access and refresh tokens, and grant.
+    oauth_grant_rows()
     missing = []
     for model in admin.site._registry:
         changelist, change = _admin_urls(model)
