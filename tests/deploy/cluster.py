@@ -368,8 +368,18 @@ class Cluster:
         import psycopg
 
         admin = self.database_url.rsplit("/", 1)[0] + "/postgres"
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute("CREATE DATABASE cortexweb")
+        deadline = time.monotonic() + 60
+        while (
+            True
+        ):  # the port opens while Postgres is still starting up ("the database system is starting up")
+            try:
+                with psycopg.connect(admin, autocommit=True, connect_timeout=5) as connection:
+                    connection.execute("CREATE DATABASE cortexweb")
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def _postgres_up(self) -> None:
         data = self.workdir / "pgdata"

@@ -165,6 +165,23 @@ def test_a_fact_run_an_arxiv_search_tell_ask_and_a_verification_through_the_bala
     assert verified["claim"] == claim and isinstance(verified["verified"], bool)
 
 
+def test_an_ontology_proposal_is_staged_through_the_balancer(cluster: Cluster, token: str) -> None:
+    target = "https://cortexweb.dev/ontology#CWE89SqlInjection"
+    body = {
+        "proposal": {
+            "action": "amend",
+            "target_iri": target,
+            "amendment": {"add_alt_terms": ["SQLi deployed"]},
+        },
+        "agentContext": {"agent_type": "deploy-test"},
+    }
+    status, _, proposed = call(f"{cluster.lb_url}/ontology-agent/propose", token, body)
+    assert status == 200, proposed
+    assert proposed["success"] is True
+    assert (proposed["proposal"]["action"], proposed["proposal"]["target_iri"]) == ("amend", target)
+    assert "SQLi deployed" in proposed["proposal"]["diff"]
+
+
 def test_an_mcp_session_over_http_spans_both_web_hosts(cluster: Cluster, token: str) -> None:
     url = f"{cluster.lb_url}/mcp"
     messages = [
