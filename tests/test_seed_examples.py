@@ -338,7 +338,7 @@ def local_knowledge(transactional_db: None) -> None:
     """The local knowledge base holds what the question asks about (the seed's "local-only retrieval")."""
     knowledge_services.entries_import(
         domain_name="technology",
-        pack=_validated([(TELEPHONE, "$")], {}),
+        pack=_validated([(TELEPHONE, "$", {})], {}),
         source_name="notes",
         location="test",
     )

@@ -47,7 +47,7 @@ def pack(settings) -> None:
     for domain, entries in PACK.items():
         knowledge_services.entries_import(
             domain_name=domain,
-            pack=_validated([(e, "$") for e in entries], {}),
+            pack=_validated([(e, "$", {}) for e in entries], {}),
             source_name=domain,
             location="test",
         )
@@ -382,4 +382,4 @@ def test_the_verification_log_exports_as_json_lines(pack: None, tmp_path: Path) 
 
 
 def test_the_parsed_pack_helper_is_the_importers() -> None:
-    assert isinstance(_validated([(PACK["performance"][0], "$")], {}), ParsedPack)
+    assert isinstance(_validated([(PACK["performance"][0], "$", {})], {}), ParsedPack)

@@ -356,7 +356,7 @@ def test_a_degraded_run_also_answers_from_curated_knowledge(q42: ReplayWikidata,
         "within 72 hours.",
     }
     entries_import(
-        domain_name="compliance", pack=_validated([(entry, "$")], {}), source_name="gdpr", location="t"
+        domain_name="compliance", pack=_validated([(entry, "$", {})], {}), source_name="gdpr", location="t"
     )
     settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = CLOSED_PORT_URL
     run = _ask("How soon must a personal data breach be notified under the GDPR?")
