@@ -21,9 +21,9 @@ class ApiTokenCreationForm(forms.ModelForm):
         choices=TokenScope.choices,
         widget=forms.CheckboxSelectMultiple,
         initial=[TokenScope.READ],
-        help_text="Only what the agent needs: read stored data; upstream to ask facts, search arXiv and "
-        "call registry tools; verify to verify claims and ground messages; admin implies every scope. "
-        "docs/security.md lists what each operation needs.",
+        # Each choice's label already says what the scope allows (apps/core/scopes.py, the one table);
+        # listing the scopes again here is how this text once left out `write`.
+        help_text="Only what the agent needs. docs/security.md lists what each operation needs.",
     )
 
     class Meta:
