@@ -527,6 +527,12 @@ class McpHttpApp:
             if demand is None:
                 return caller
             token = await _in_thread(caller, _bearer_token, authorization)
+            if not token.has_scope(demand.scope) and await _in_thread(
+                caller, oauth_services.is_grant_token, token
+            ):
+                # An OAuth host can ask its user for the wider scope (MCP step-up): tell it which.
+                await self._insufficient_scope(send, demand, origin=caller.base_url)
+                raise _Answered
         except AuthenticationRequired as error:
             assert demand is not None  # only the token check raises it
             await self._unauthorised(
@@ -539,6 +545,33 @@ class McpHttpApp:
             await _error(send, outage)
             raise _Answered from outage
         return replace(caller, token=token)
+
+    async def _insufficient_scope(self, send: Send, demand: TokenDemand, *, origin: str) -> None:
+        """403 ``insufficient_scope`` (RFC 6750 §3.1) with the scope needed, for an OAuth token; an
+        API token lacking a scope gets the tool's own refusal, as over stdio (no one to ask)."""
+        description = (
+            f"{demand.what} needs the '{demand.scope}' scope, which this authorization did not grant; "
+            f"authorize again asking for it."
+        )
+        challenge = (
+            f'Bearer realm="cortexweb", error="insufficient_scope", scope="{demand.scope}", '
+            f'error_description="{description}", '
+            f'resource_metadata="{oauth_services.resource_metadata_url(origin)}"'
+        )
+        await _respond(
+            send,
+            403,
+            {
+                "jsonrpc": "2.0",
+                "id": demand.request_id,
+                "error": {
+                    "code": NOT_AUTHORISED,
+                    "message": description,
+                    "data": error_payload("permission_denied", description, {"required": demand.scope}),
+                },
+            },
+            {"WWW-Authenticate": challenge},
+        )
 
     async def _unauthorised(
         self, send: Send, error: AuthenticationRequired, demand: TokenDemand, *, presented: bool, origin: str

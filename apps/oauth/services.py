@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from apps.core.models import TokenScope
+from apps.core.models import ApiToken, TokenScope
 from apps.core.ratelimit import RateLimiter
 
 # What an OAuth client may ask for. Never ``admin`` (operators create admin tokens by hand) and not
@@ -138,3 +138,8 @@ def registration_limiter(*, address: str) -> RateLimiter:
     every process through Redis (registration is open, so this is what stops a flood of clients)."""
     per_minute = max(settings.CORTEX_OAUTH_REGISTRATIONS_PER_MINUTE, 1)
     return RateLimiter(f"oauth:register:{address}", interval=60.0 / per_minute, burst=per_minute)
+
+
+def is_grant_token(token: ApiToken) -> bool:
+    """Whether ``token`` is an OAuth grant's (its holder got it through consent, and may ask again)."""
+    return ApiToken.objects.filter(pk=token.pk, oauth_grant__isnull=False).exists()

@@ -65,3 +65,35 @@ def test_a_401_on_mcp_points_to_the_metadata_and_the_document_names_that_resourc
     metadata = httpx.get(metadata_url, timeout=30).json()
     assert metadata["resource"] == cortex_server.mcp_url
     assert metadata["authorization_servers"] == [cortex_server.url]
+
+
+def test_an_oauth_token_without_the_scope_a_tool_needs_gets_403_insufficient_scope(
+    cortex_server, registry
+) -> None:
+    """The MCP step-up: the challenge names the scope to ask the user for."""
+    from apps.oauth import services as oauth_services
+    from tests.oauth.flow import Host, make_user
+
+    oauth_services.registration_limiter(address="127.0.0.1").reset()
+    token = Host.registered(make_user()).tokens(granted=("read",))["access_token"]
+    body = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": "wikidata.get_claims", "arguments": {"entity_id": "Q42"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    response = httpx.post(cortex_server.mcp_url, json=body, headers=headers, timeout=30)
+    description = (
+        "Tool 'wikidata.get_claims' needs the 'upstream' scope, which this authorization did not grant; "
+        "authorize again asking for it."
+    )
+    assert response.status_code == 403
+    assert response.headers["WWW-Authenticate"] == (
+        f'Bearer realm="cortexweb", error="insufficient_scope", scope="upstream", '
+        f'error_description="{description}", '
+        f'resource_metadata="{cortex_server.url}/.well-known/oauth-protected-resource/mcp"'
+    )
+    assert response.json()["error"]["data"] == {
+        "error": {"code": "permission_denied", "message": description, "details": {"required": "upstream"}}
+    }
