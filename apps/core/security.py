@@ -93,6 +93,7 @@ V1 = "/v1/"
 API = "/api/"
 OPS = "operations"
 ONTOLOGY = "/ontology-agent/"
+OAUTH = "OAuth"
 
 
 def _registry_writes(prefix: str, kind: str, model: str) -> tuple[Operation, ...]:
@@ -187,6 +188,13 @@ HTTP_OPERATIONS: tuple[Operation, ...] = (
     Operation(OPS, "GET /metrics from any other address", READ, "Prometheus metrics"),
     Operation(OPS, "GET /healthz", None, "liveness"),
     Operation(OPS, "GET /readyz", None, "readiness"),
+    # OAuth for MCP hosts (docs/oauth.md): public by nature; what they grant is decided by the
+    # signed-in user's consent, and the tokens they issue act as that grant's API token.
+    Operation(OAUTH, "GET /.well-known/oauth-protected-resource", None, "resource metadata (RFC 9728)"),
+    Operation(OAUTH, "GET /.well-known/oauth-protected-resource/mcp", None, "/mcp's resource metadata"),
+    Operation(OAUTH, "GET /.well-known/oauth-authorization-server", None, "server metadata (RFC 8414)"),
+    Operation(OAUTH, "POST /oauth/register/", None, "register a public client (RFC 7591), rate-limited"),
+    Operation(OAUTH, "POST /oauth/token/", None, "exchange a code (PKCE) or refresh token"),
 )
 
 MCP = "MCP"

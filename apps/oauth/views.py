@@ -48,14 +48,6 @@ class ClientRegistrationView(DynamicClientRegistrationView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            services.registration_limiter(address=request.META.get("REMOTE_ADDR", "")).check()
-        except RateLimited as error:
-            response = _oauth_error(
-                "slow_down", f"Too many client registrations from this address; {error.message}", 429
-            )
-            response["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-            return response
-        try:
             data = json.loads(request.body)
         except ValueError:
             return _oauth_error("invalid_client_metadata", "The request body must be JSON.", 400)
@@ -63,6 +55,16 @@ class ClientRegistrationView(DynamicClientRegistrationView):
             metadata = services.registration_metadata(data)
         except services.RegistrationRefused as refused:
             return _oauth_error(refused.error, refused.description, 400)
+        # Counted once valid: the limit guards against a flood of clients (rows), and a refused
+        # request writes nothing.
+        try:
+            services.registration_limiter(address=request.META.get("REMOTE_ADDR", "")).check()
+        except RateLimited as error:
+            response = _oauth_error(
+                "slow_down", f"Too many client registrations from this address; {error.message}", 429
+            )
+            response["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+            return response
         # DOT reads the body again: hand it the metadata as registered.
         request._body = json.dumps(metadata).encode()
         return super().post(request, *args, **kwargs)

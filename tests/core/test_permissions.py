@@ -141,6 +141,16 @@ HTTP_PROBES: dict[str, Probe] = {
     "GET /metrics from any other address": Probe("GET", "/metrics", 200, remote_addr=OUTSIDE),
     "GET /healthz": Probe("GET", "/healthz", 200),
     "GET /readyz": Probe("GET", "/readyz", 200),
+    "GET /.well-known/oauth-protected-resource": Probe("GET", "/.well-known/oauth-protected-resource", 200),
+    "GET /.well-known/oauth-protected-resource/mcp": Probe(
+        "GET", "/.well-known/oauth-protected-resource/mcp", 200
+    ),
+    "GET /.well-known/oauth-authorization-server": Probe(
+        "GET", "/.well-known/oauth-authorization-server", 200
+    ),
+    # No redirect URI: refused (invalid_redirect_uri) before a client is made or the limit is counted.
+    "POST /oauth/register/": Probe("POST", "/oauth/register/", 400, {}),
+    "POST /oauth/token/": Probe("POST", "/oauth/token/", 400, {}),
 }
 
 
@@ -609,7 +619,7 @@ def test_the_table_lists_every_page() -> None:
 
 def test_the_matrix_size() -> None:
     assert security.matrix_size() == {
-        "http": (67, 7),
+        "http": (72, 7),
         "mcp": (31, 7),
         "pages": (38, 16),
         "api sessions": (28, 16),
