@@ -73,6 +73,22 @@ def test_a_code_exchanged_with_its_verifier_gives_short_lived_rotating_tokens() 
     assert again.json()["error"] == "invalid_grant"
 
 
+def test_a_replayed_refresh_token_revokes_the_tokens_refreshed_from_it() -> None:
+    """Reuse protection (RFC 9700 §4.14.2): a stolen refresh token used after the host refreshed
+    ends the family, so neither party keeps access."""
+    host = Host.registered(make_user())
+    tokens = host.tokens()
+
+    def refresh(token: str):
+        body = {"grant_type": "refresh_token", "refresh_token": token, "client_id": host.client_id}
+        return host.api.post("/oauth/token/", body, **HOST)
+
+    rotated = refresh(tokens["refresh_token"]).json()
+    assert refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
+    assert refresh(rotated["refresh_token"]).json()["error"] == "invalid_grant"
+    assert Client().get("/v1/memory", **bearer(rotated["access_token"])).status_code == 401
+
+
 def test_tokens_are_hashed_at_rest() -> None:
     host = Host.registered(make_user())
     tokens = host.tokens()
