@@ -14,9 +14,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db.models import Count, Q
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
+from apps.core.errors import NotFound
 from apps.core.models import ApiToken, TokenScope
 from apps.core.ratelimit import RateLimiter
+from apps.oauth.models import OAuthGrant
 
 # What an OAuth client may ask for. Never ``admin`` (operators create admin tokens by hand) and not
 # ``propose`` (the ontology agent's own scope): the scopes an MCP host's user can sensibly grant.
@@ -143,3 +148,36 @@ def registration_limiter(*, address: str) -> RateLimiter:
 def is_grant_token(token: ApiToken) -> bool:
     """Whether ``token`` is an OAuth grant's (its holder got it through consent, and may ask again)."""
     return ApiToken.objects.filter(pk=token.pk, oauth_grant__isnull=False).exists()
+
+
+# --- A user's own grants -------------------------------------------------------------------------
+
+
+def user_grants(*, user: Any) -> list[OAuthGrant]:
+    """The user's grants, newest first, each with ``live_tokens``: its unexpired access tokens."""
+    return list(
+        OAuthGrant.objects.filter(user=user)
+        .select_related("application")
+        .annotate(
+            live_tokens=Count(
+                "application__accesstoken",
+                filter=Q(
+                    application__accesstoken__user=user, application__accesstoken__expires__gt=timezone.now()
+                ),
+            )
+        )
+        .order_by("-created_at")
+    )
+
+
+def user_grant_revoke(*, user: Any, grant_id: int) -> int:
+    """End one of the user's grants: its access and refresh tokens go (the client must ask again);
+    the grant and its memories stay. Returns how many tokens went; ``NotFound`` for a grant that
+    is not the user's."""
+    grant = OAuthGrant.objects.filter(pk=grant_id, user=user).first()
+    if grant is None:
+        raise NotFound("You have no such OAuth grant.")
+    revoked = 0
+    for model in (get_refresh_token_model(), get_access_token_model()):
+        revoked += model.objects.filter(user=user, application=grant.application).delete()[0]
+    return revoked

@@ -12,6 +12,7 @@ app_name = "oauth"
 # Only what the MCP flow needs: no introspection, device flow, OIDC or application-management pages.
 authorization_server_patterns = [
     path("login/", views.LoginView.as_view(), name="login"),
+    path("grants/", views.my_grants, name="my_grants"),
     path("authorize/", views.ConsentView.as_view(), name="authorize"),
     path("token/", dot_views.TokenView.as_view(), name="token"),
     path("revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),

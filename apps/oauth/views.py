@@ -6,12 +6,15 @@ import json
 import math
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.views import (
     AuthorizationView,
@@ -20,7 +23,7 @@ from oauth2_provider.views import (
 )
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from apps.core.errors import RateLimited
+from apps.core.errors import NotFound, RateLimited
 from apps.oauth import services
 from apps.oauth.forms import ConsentForm
 from apps.oauth.tokens import resource_is_ours
@@ -144,3 +147,20 @@ class LoginView(auth_views.LoginView):
 
     template_name = "oauth/login.html"
     redirect_authenticated_user = False
+
+
+@login_required(login_url=reverse_lazy("oauth2_provider:login"))
+@require_http_methods(["GET", "POST"])
+def my_grants(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's OAuth grants (the MCP hosts they authorized), each revocable."""
+    if request.method == "POST":
+        try:
+            grant_id = int(request.POST.get("grant", ""))
+            revoked = services.user_grant_revoke(user=request.user, grant_id=grant_id)
+        except ValueError:
+            return HttpResponseBadRequest("Say which grant to revoke: grant=<id>.")
+        except NotFound as error:
+            return HttpResponseNotFound(error.message)
+        messages.success(request, f"Access revoked ({revoked} tokens); the application must ask you again.")
+        return redirect("oauth2_provider:my_grants")
+    return render(request, "oauth/grants.html", {"grants": services.user_grants(user=request.user)})

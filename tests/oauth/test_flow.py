@@ -270,3 +270,32 @@ def test_the_authorization_endpoint_sends_a_visitor_to_sign_in_and_back() -> Non
     response = Client().get(url, **HOST)
     assert response.status_code == 302
     assert response["Location"].startswith("/oauth/login/?next=")
+
+
+def test_a_user_sees_and_revokes_their_own_grants_only() -> None:
+    user, other = make_user(), make_user("eve")
+    host = Host.registered(user)
+    token = host.tokens()["access_token"]
+    assert Client().get("/v1/memory", **bearer(token)).status_code == 200
+    grant = OAuthGrant.objects.get()
+    page = host.browser.get("/oauth/grants/", **HOST)
+    assert page.status_code == 200
+    assert "<td>Test host</td>" in page.content.decode()
+    assert "<td>1</td>" in page.content.decode()
+    # Someone else cannot revoke it.
+    intruder = Client()
+    intruder.force_login(other)
+    assert intruder.post("/oauth/grants/", {"grant": grant.pk}, **HOST).status_code == 404
+    assert Client().get("/v1/memory", **bearer(token)).status_code == 200
+    revoked = host.browser.post(
+        "/oauth/grants/", {"grant": grant.pk, "csrfmiddlewaretoken": page.cookies["csrftoken"].value}, **HOST
+    )
+    assert revoked.status_code == 302
+    assert Client().get("/v1/memory", **bearer(token)).status_code == 401
+    assert OAuthGrant.objects.filter(pk=grant.pk).exists()  # its memories stay the user's
+
+
+def test_the_grants_page_needs_a_signed_in_user() -> None:
+    response = Client().get("/oauth/grants/", **HOST)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/oauth/login/?next=/oauth/grants/")
