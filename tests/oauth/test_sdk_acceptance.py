@@ -1,7 +1,16 @@
 """Acceptance (#28): the official MCP Python SDK's OAuth client connects to ``/mcp`` from nothing but
 the server URL: it discovers the metadata (RFC 9728, RFC 8414), registers (RFC 7591), gets a code
 through the sign-in and consent pages (driven here over HTTP as a browser would), exchanges it with
-PKCE, calls a read tool, refreshes, and is refused once its token is revoked."""
+PKCE, calls a read tool, refreshes, and is refused once its token is revoked.
+
+The MCP conformance suite (``@modelcontextprotocol/conformance`` 0.1.13, tests/mcp_server/
+test_conformance.py) has no server auth scenario: its ``auth/*`` scenarios (metadata-default,
+metadata-var1..3, basic-cimd, scope-from-www-authenticate, scope-from-scopes-supported,
+scope-omitted-when-undefined, scope-step-up, scope-retry-limit, token-endpoint-auth-basic/post/none,
+resource-mismatch, pre-registration, 2025-03-26 back-compat and fallback, client-credentials-*) are
+client scenarios, run against the suite's own mock server; so none applies to this server, and its
+generic server scenarios still pass with OAuth in place. This test is the server-side counterpart:
+the official SDK client's flow against this server."""
 
 from __future__ import annotations
 
