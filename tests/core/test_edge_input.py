@@ -332,7 +332,8 @@ def test_put_and_patch_form_bodies_are_checked_too() -> None:
         ("/api/verifications/?message=m-1", "?message= takes a UUID, not 'm-1'.", "message"),
         (
             "/api/tools/?drift=sideways",
-            "?drift= takes one of unsynced, in_sync, missing_upstream, schema_changed, description_changed, not 'sideways'.",
+            "?drift= takes one of unsynced, in_sync, missing_upstream, schema_changed, description_changed, "
+            "not 'sideways'.",
             "drift",
         ),
     ],
