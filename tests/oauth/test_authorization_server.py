@@ -37,6 +37,7 @@ def test_the_authorization_server_metadata_offers_code_with_s256_only() -> None:
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "client_id_metadata_document_supported": False,
+        "authorization_response_iss_parameter_supported": True,
     }
 
 

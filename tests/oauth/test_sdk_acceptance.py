@@ -109,7 +109,9 @@ class Browser:
             assert decision.status_code == 302, decision.text
             query = query_of(decision.headers["Location"])
             assert decision.headers["Location"].startswith(REDIRECT)
-            self.result = AuthorizationCodeResult(code=query["code"], state=query.get("state"))
+            self.result = AuthorizationCodeResult(
+                code=query["code"], state=query.get("state"), iss=query.get("iss")
+            )
 
     async def callback(self) -> AuthorizationCodeResult:
         assert self.result is not None
@@ -151,6 +153,9 @@ def test_the_sdk_oauth_client_connects_from_the_server_url_alone(cortex_server, 
 
     (first, first_access, first_scope), second = asyncio.run(session())
     assert first_scope == "read"
+    assert (
+        browser.result is not None and browser.result.iss == cortex_server.url
+    )  # RFC 9207, checked by the SDK
     assert first.is_error is False
     assert second.is_error is False
     assert "Authorize SDK acceptance host?" in browser.consent_html
