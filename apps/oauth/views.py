@@ -50,6 +50,9 @@ class ClientRegistrationView(DynamicClientRegistrationView):
     redirect URIs. Errors are RFC 7591's ``{"error", "error_description"}``."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.content_type != "application/json":
+            # RFC 7591 §3.1: the metadata is a JSON document (a form body is also unreadable twice).
+            return _oauth_error("invalid_client_metadata", "Send the metadata as application/json.", 400)
         try:
             data = json.loads(request.body)
         except ValueError:
