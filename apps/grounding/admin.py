@@ -164,7 +164,8 @@ class VerificationAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelA
         SummaryField("verdict", "Verdict", warn=(Verdict.CONTRADICTED,)),
         SummaryField("review_status", "Review", warn=(ReviewStatus.PENDING,)),
     )
-    list_filter = ["verdict", "review_status", "judge", "domain"]
+    # degraded: Wikidata could not be reached, so the verdict rests on stored facts alone.
+    list_filter = ["verdict", "review_status", "judge", "domain", "degraded"]
     list_select_related = ["domain", "reviewer"]
     search_fields = ["claim", "corrected_entry"]
     date_hierarchy = "created_at"
@@ -185,6 +186,8 @@ class VerificationAdmin(ChangelistSummaryMixin, ReadOnlyAdminMixin, admin.ModelA
         "related_entries",
         "signals_json",
         "wikidata_json",
+        "degraded",
+        "degraded_reason",
         "latency_ms",
         "message_link",
         "review_status",

@@ -593,3 +593,16 @@ def test_verification_log_is_read_only_and_points_to_the_review_page(
     content = admin_client.get(f"/admin/grounding/groundingmessage/{message.pk}/change/").content.decode()
     assert f'<a href="/verifications/{verification.pk}">' in content  # the inline
     assert 'name="message"' not in content
+
+
+def test_verification_log_shows_and_filters_a_degraded_source(admin_client: Client) -> None:
+    # #24: a verdict that rests on stored facts alone (Wikidata unreachable) says so in the admin.
+    degraded = Verification.objects.create(
+        claim="Marie Curie was born in Warsaw.", verdict=Verdict.UNVERIFIED, confidence=0.4, latency_ms=5.0,
+        degraded=True, degraded_reason="Wikidata answered 503 three times",
+    )  # fmt: skip
+    Verification.objects.create(claim="Other", verdict=Verdict.UNVERIFIED, confidence=0.4, latency_ms=1.0)
+    response = admin_client.get("/admin/grounding/verification/", {"degraded__exact": "1"})
+    assert [v.pk for v in response.context["cl"].result_list] == [degraded.pk]
+    content = admin_client.get(f"/admin/grounding/verification/{degraded.pk}/change/").content.decode()
+    assert "Wikidata answered 503 three times" in content
