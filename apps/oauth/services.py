@@ -10,6 +10,7 @@ names the URL the client actually reached.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -148,6 +149,31 @@ def registration_limiter(*, address: str) -> RateLimiter:
 def is_grant_token(token: ApiToken) -> bool:
     """Whether ``token`` is an OAuth grant's (its holder got it through consent, and may ask again)."""
     return ApiToken.objects.filter(pk=token.pk, oauth_grant__isnull=False).exists()
+
+
+# --- The consent page's Content-Security-Policy ---------------------------------------------------
+
+# A CSP source expression for an origin: scheme, host (a name, IPv4 or bracketed IPv6) and port.
+_ORIGIN_SOURCE = re.compile(r"^(https|http)://([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$")
+
+
+def consent_page_policy(policy: str, redirect_uri: str) -> str:
+    """``policy`` with the origin of ``redirect_uri`` (a URI registered for the client) allowed as a
+    ``form-action``. Browsers apply ``form-action`` to the redirects that follow a form's submission
+    too (CSP 3 §6.3.1), so with ``form-action 'self'`` alone the Allow and Deny buttons could never
+    send the person back to the host. Only that one origin is added, and only when the policy
+    restricts form targets and the origin is a plain source expression (nothing that could end the
+    directive)."""
+    parts = urlsplit(redirect_uri)
+    origin = f"{parts.scheme}://{parts.netloc}".lower()
+    directives = [directive.strip() for directive in policy.split(";")]
+    if not _ORIGIN_SOURCE.match(origin) or not any(d.split(" ")[0] == "form-action" for d in directives):
+        return policy
+    return "; ".join(
+        f"{directive} {origin}" if directive.split(" ")[0] == "form-action" else directive
+        for directive in directives
+        if directive
+    )
 
 
 # --- A user's own grants -------------------------------------------------------------------------

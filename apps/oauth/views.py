@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -134,6 +135,22 @@ class ConsentView(AuthorizationView):
             # the MCP endpoint: every token here is audience-restricted.
             form.cleaned_data["resource"] = f"{_origin(self.request)}{services.MCP_PATH}"
         return super().form_valid(form)
+
+    def render_to_response(self, context: dict[str, Any], **response_kwargs: Any) -> HttpResponse:
+        response = super().render_to_response(context, **response_kwargs)
+        application, form = context.get("application"), context.get("form")
+        redirect_uri = context.get("redirect_uri") or (form["redirect_uri"].value() if form else "")
+        policy = settings.CORTEX_CONTENT_SECURITY_POLICY
+        # Only a redirect URI registered for this client may become a form target (a re-shown form
+        # carries the URI the browser posted back).
+        if (
+            policy
+            and application is not None
+            and redirect_uri
+            and application.redirect_uri_allowed(redirect_uri)
+        ):
+            response["Content-Security-Policy"] = services.consent_page_policy(policy, redirect_uri)
+        return response
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
