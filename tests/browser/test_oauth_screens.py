@@ -116,3 +116,35 @@ def test_a_host_sends_the_person_through_sign_in_and_consent(live_server, page, 
     assert sent_back["state"] == "host-state-1"
     assert len(sent_back["code"]) >= 30
     assert errors == [], errors
+
+
+def test_deny_sends_the_person_back_to_the_host_with_access_denied(live_server, page) -> None:
+    """Deny is a form post too: its redirect to the host must pass the page's form-action."""
+    get_user_model().objects.create_user(username="ada", password=PASSWORD)
+    services.registration_limiter(address="127.0.0.1").reset()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"{page.url} {m.text}") if m.type == "error" else None)
+    landed: list[str] = []
+
+    def host_listener(route) -> None:
+        landed.append(route.request.url)
+        route.fulfill(status=200, content_type="text/plain", body="You can close this window.")
+
+    page.route("http://127.0.0.1:33418/**", host_listener)
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    client_id = _register(page, live_server, "VS Code")
+    _verifier, challenge = pkce()
+    page.goto(_authorization_url(live_server, client_id, challenge))
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/oauth/authorize/?**")
+    assert page.locator("h1").inner_text() == "Authorize VS Code?"
+    page.click("button.danger")
+    page.wait_for_url(f"{REDIRECT}?**")
+    assert len(landed) == 1
+    sent_back = query_of(landed[0])
+    assert sent_back["error"] == "access_denied"
+    assert sent_back["state"] == "host-state-1"
+    assert "code" not in sent_back
+    assert errors == [], errors
