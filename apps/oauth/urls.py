@@ -14,9 +14,9 @@ authorization_server_patterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("grants/", views.my_grants, name="my_grants"),
     path("authorize/", views.ConsentView.as_view(), name="authorize"),
-    path("token/", dot_views.TokenView.as_view(), name="token"),
-    path("revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
-    path("register/", views.ClientRegistrationView.as_view(), name="dcr-register"),
+    path("token/", views.cross_origin_public(dot_views.TokenView.as_view()), name="token"),
+    path("revoke/", views.cross_origin_public(dot_views.RevokeTokenView.as_view()), name="revoke-token"),
+    path("register/", views.cross_origin_public(views.ClientRegistrationView.as_view()), name="dcr-register"),
     path(
         "register/<str:client_id>/", views.ClientConfigurationView.as_view(), name="dcr-register-management"
     ),

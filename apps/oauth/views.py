@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
@@ -42,6 +44,28 @@ def protected_resource_metadata(request: HttpRequest, resource_path: str = "") -
     # have any credential: RFC 9728 documents are meant to be read by anyone.
     response["Access-Control-Allow-Origin"] = "*"
     return response
+
+
+def cross_origin_public(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Open an endpoint that carries no ambient authority (registration, token, revocation) to
+    browser-based MCP hosts such as the MCP Inspector's web UI, which run the OAuth flow from their
+    own origin. ``*`` without ``Allow-Credentials`` means a browser never attaches this site's
+    cookies, so nothing a signed-in user holds is reachable this way: what these endpoints accept
+    is in the request itself (client metadata, a code with its PKCE verifier, a token)."""
+
+    @wraps(view)  # keeps csrf_exempt: these endpoints take no cookie, so CSRF has nothing to forge
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method == "OPTIONS":  # the CORS preflight of a JSON or form POST
+            response = HttpResponse(status=204)
+            response["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+            response["Access-Control-Allow-Headers"] = "Content-Type, Authorization, MCP-Protocol-Version"
+            response["Access-Control-Max-Age"] = "600"
+        else:
+            response = view(request, *args, **kwargs)
+        response["Access-Control-Allow-Origin"] = "*"
+        return response
+
+    return wrapped
 
 
 @method_decorator(csrf_exempt, name="dispatch")
