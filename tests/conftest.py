@@ -19,6 +19,7 @@ from django.test import Client
 from apps.connectors.selectors import process_caches_clear
 from apps.connectors.services import registry_changed
 from apps.core import outbound
+from apps.core.metrics import metric_files_clear_dead
 from apps.core.models import ApiToken
 from apps.core.redis import get_redis
 from apps.core.services import api_token_create, api_token_limiter, page_submission_limiter
@@ -115,6 +116,13 @@ def _page_limiters_start_empty() -> None:
     keys = list(redis.scan_iter("cortex:ratelimit:page:user:*"))
     if keys:
         redis.delete(*keys)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _metric_files_of_dead_processes_cleared() -> None:
+    """Start the session as `make run` starts: earlier sessions' processes are dead, their metric
+    files go (each /metrics scrape of this session would otherwise fold them in)."""
+    metric_files_clear_dead()
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ import io
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from django.db import connections
 
 from apps.core.default_data import default_data_load
 from apps.core.logging import json_formatter, readable_line, uvicorn_log_config
+from apps.core.metrics import metric_files_clear_dead
 from apps.core.services import superuser_ensure
 from cortexweb.embedded import attached_services
 
@@ -168,9 +168,9 @@ class Command(BaseCommand):
         self._admin_note = credentials
         for loader, loaded in default_data_load():
             self._say(f"loaded default data ({loader}): {loaded.summary()}")
-        # Metric files of a previous run describe dead processes.
-        shutil.rmtree(settings.PROMETHEUS_MULTIPROC_DIR, ignore_errors=True)
-        Path(settings.PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+        # Metric files of a previous run describe dead processes: every process of this run counts
+        # from zero again (a process still alive, a `manage.py` command of this data dir, keeps its).
+        metric_files_clear_dead()
 
     def _start_children(self, host: str, port: int, concurrency: int) -> None:
         self._say(
