@@ -382,9 +382,13 @@ def run() -> None:
                 seen = len(processes.log_lines(haproxy))
                 stats, messages = _locust(processes, balancer, hosts, clients, locust_env)
                 table += _rows(hosts, clients, stats, os.getloadavg()[0])
-                # A host whose /readyz failed under the load was taken out of the rotation meanwhile.
-                messages += [line for line in processes.log_lines(haproxy)[seen:] if " is DOWN" in line]
-                notes += [f"{hosts} host(s), {clients} clients: {message}" for message in messages[:4]]
+                # A host whose /readyz failed under the load was out of the rotation for a while.
+                messages += [
+                    line.split(" : ", 1)[-1]
+                    for line in processes.log_lines(haproxy)[seen:]
+                    if " is DOWN" in line or " is UP" in line
+                ]
+                notes += [f"{hosts} host(s), {clients} clients: {message}" for message in messages[:6]]
             processes.stop(haproxy)
     finally:
         processes.stop()
