@@ -246,6 +246,12 @@ class Cluster:
         """SIGKILL every process in ``host``'s namespace (as a machine losing power would stop them)."""
         listed = _run("ip", "netns", "pids", self.namespace(host), check=False).stdout.split()
         pids = [int(pid) for pid in listed]
+        # Each role's process group in one signal first: killed one by one on a loaded machine, a
+        # web host's last uvicorn worker kept accepting requests after its sibling had died, and the
+        # clients saw more failures than requests in flight at the moment of the loss.
+        for process in self.processes.get(host, []):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 import pytest
+import redis
 
 from tests.deploy.cluster import Cluster, namespaces_available
 
@@ -34,6 +35,7 @@ pytestmark = [
 logger = logging.getLogger(__name__)
 FACT_QUESTION = "What is Douglas Adams an instance of?"
 FACT_ANSWER = "Douglas Adams — instance of — human"
+EVENTS_CHANNEL = "cortex:events"  # the channel docs/operations.md tells agents to subscribe to
 
 
 @pytest.fixture(scope="module")
@@ -373,15 +375,97 @@ def _until(check: Any, timeout: float) -> Any:
         time.sleep(0.25)
 
 
+def _events_subscriber(cluster: Cluster) -> redis.client.PubSub:
+    """Subscribed to the events channel from the runner, as an agent would, once Redis is back."""
+    subscriber = redis.Redis.from_url(cluster.redis_url, socket_connect_timeout=5).pubsub()
+    subscriber.subscribe(EVENTS_CHANNEL)
+    confirmed = subscriber.get_message(timeout=5)
+    assert confirmed is not None and confirmed["type"] == "subscribe", confirmed
+    return subscriber
+
+
+def _published(
+    subscriber: redis.client.PubSub, expected: dict[str, set[str]]
+) -> dict[str, set[tuple[int, str]]]:
+    """(id, name) of the events published for each correlation id, until all ``expected`` names are in."""
+    published: dict[str, set[tuple[int, str]]] = {correlation: set() for correlation in expected}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+        not names <= {name for _, name in published[correlation]} for correlation, names in expected.items()
+    ):
+        message = subscriber.get_message(timeout=0.5)
+        if message is None or message["type"] != "message":
+            continue
+        event = json.loads(message["data"])
+        if event["correlationId"] in published:
+            published[event["correlationId"]].add((event["id"], event["name"]))
+    return published
+
+
+def _events_from_every_host(cluster: Cluster, token: str, label: str) -> dict[str, set[str]]:
+    """Make each worker host and each web host emit events; the names expected per correlation id.
+
+    Workers announce the arXiv runs they execute (rounds of 3 searches, until both worker hosts have
+    executed one); web hosts the searches they answer from a recent run (until both have answered
+    one). The correlation id of each request's events is its ``X-Request-ID``.
+    """
+    expected: dict[str, set[str]] = {}
+    replay_control(cluster, "/reset", {})
+    workers = {cluster.address("work1"), cluster.address("work2")}
+    for round_ in range(4):
+        queries = [f"{label} {round_}.{index}" for index in range(3)]
+        with ThreadPoolExecutor(max_workers=len(queries)) as pool:
+            answers = list(
+                pool.map(lambda q: call(f"{cluster.lb_url}/v1/arxiv/search", token, {"query": q}), queries)
+            )
+        for status, headers, search in answers:
+            assert (status, search["status"]) == (200, "succeeded"), search
+            expected[headers["x-request-id"]] = {"arxiv.tool.started", "arxiv.tool.completed"}
+        if {arrival["client"] for arrival in replay_log(cluster)["arxiv"]} == workers:
+            break
+    assert {arrival["client"] for arrival in replay_log(cluster)["arxiv"]} == workers
+    served: set[str] = set()
+    for _ in range(8):
+        status, headers, search = call(f"{cluster.lb_url}/v1/arxiv/search", token, {"query": queries[0]})
+        assert (status, search["status"]) == (200, "succeeded"), search
+        expected[headers["x-request-id"]] = {"arxiv.tool.completed"}  # answered from the recent run
+        served.add(headers["x-served-by"])
+        if served == {"web1", "web2"}:
+            break
+    assert served == {"web1", "web2"}
+    return expected
+
+
 def test_redis_restarted_web_and_workers_recover_without_a_restart(cluster: Cluster, token: str) -> None:
+    # Every host publishes before the restart, so each holds Redis connections the restart breaks.
+    _events_from_every_host(cluster, token, "before the redis restart")
     cluster.restart_cache(down_seconds=2)
     assert _until(lambda: call(f"{cluster.lb_url}/readyz")[0] == 200, 30)
+    subscriber = _events_subscriber(cluster)
     status, _, told = call(
         f"{cluster.lb_url}/v1/memory/tell", token, {"content": "Told after Redis came back."}
     )
     assert status == 200 and told["status"] == "stored", told
-    status, _, search = call(f"{cluster.lb_url}/v1/arxiv/search", token, {"query": "after the redis restart"})
-    assert (status, search["status"]) == (200, "succeeded"), search
+
+    expected = _events_from_every_host(cluster, token, "after the redis restart")
+    published = _published(subscriber, expected)
+    subscriber.close()
+    lost = {
+        correlation: sorted(names - {name for _, name in published[correlation]})
+        for correlation, names in expected.items()
+        if names - {name for _, name in published[correlation]}
+    }
+    assert not lost, f"events emitted after the Redis restart never reached the channel: {lost}"
+    # The stored record, read through the balancer, is what was published: the same ids, no more.
+    for correlation in expected:
+        status, _, stored = call(f"{cluster.lb_url}/api/events/?correlation_id={correlation}", token)
+        assert status == 200, stored
+        assert {(event["id"], event["name"]) for event in stored["results"]} == published[correlation]
+    logger.warning(
+        "after the Redis restart: %d events from %d requests published and listed",
+        len(set().union(*published.values())),
+        len(expected),
+    )
 
 
 def test_postgres_restarted_requests_answer_503_meanwhile_then_recover(cluster: Cluster, token: str) -> None:
