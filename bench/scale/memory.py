@@ -277,6 +277,12 @@ def _copy(token_id: int, data: Dataset, size: int) -> None:
 def _loaded(token_id: int, data: Dataset, size: int, figures: Figures) -> None:
     """Drop the embedding index, COPY the rows, build the index again as the migration defines it."""
     index = next(index for index in Memory._meta.indexes if index.name == "memory_embedding")
+    with connection.cursor() as cursor:
+        # The web's statement timeout is meant for requests, not for loading a million rows or
+        # building an index; the graph must fit in memory for the build to be fast (pgvector says
+        # when it does not).
+        cursor.execute("SET LOCAL statement_timeout = 0")
+        cursor.execute("SET LOCAL maintenance_work_mem = '4GB'")
     with connection.schema_editor() as editor:
         editor.remove_index(Memory, index)
     started = time.perf_counter()
@@ -285,11 +291,7 @@ def _loaded(token_id: int, data: Dataset, size: int, figures: Figures) -> None:
         # The rows' deferred foreign-key checks run now (an index cannot be built with them pending):
         # part of loading them.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        figures.seconds["copy"] = time.perf_counter() - started
-        # The graph must fit in memory for the build to be fast (pgvector says when it does not); the
-        # web's statement timeout is meant for requests, not for building an index.
-        cursor.execute("SET LOCAL maintenance_work_mem = '4GB'")
-        cursor.execute("SET LOCAL statement_timeout = 0")
+    figures.seconds["copy"] = time.perf_counter() - started
     started = time.perf_counter()
     with connection.schema_editor() as editor:
         editor.add_index(Memory, index)
