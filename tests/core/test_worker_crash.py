@@ -25,7 +25,7 @@ import pytest
 
 from tests.arxiv.replay_server import ReplayArxiv
 from tests.arxiv.replay_server import Reply as ArxivReply
-from tests.core.test_run_command import ROOT, _free_port
+from tests.core.conftest import ROOT, data_dir_copy, free_port
 from tests.wikidata.replay_server import ReplayWikidata
 from tests.wikidata.replay_server import Reply as WikidataReply
 from tests.wikidata.test_facts import Q42_VECTOR_HIT
@@ -52,20 +52,24 @@ Product = tuple[str, str, Path, subprocess.Popen[bytes]]
 
 
 @pytest.fixture
-def product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
+def product(tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Path) -> Iterator[Product]:
     """`manage.py run` in its own data directory, upstreams replayed locally, recovery tuned short."""
     wikidata, arxiv = ReplayWikidata().start(), ReplayArxiv().start()
     wikidata.default_vector = WikidataReply(body=Q42_VECTOR_HIT)
     wikidata.script("/item/query/", WikidataReply(body=Q42_VECTOR_HIT, delay=HANG_SECONDS))
     arxiv.script.append(ArxivReply(delay=HANG_SECONDS))
     yield from _product(
-        tmp_path_factory,
+        data_dir_copy(migrated_data_dir, tmp_path_factory, "crash"),
         wikidata,
         arxiv,
         {
             # Deadlines long enough that the hanging request, not a deadline, is what the worker is in.
             "FACTS_RUN_DEADLINE_SECONDS": "300",
             "ARXIV_RUN_DEADLINE_SECONDS": "300",
+            # The killed request's arXiv connection lock is freed by its TTL (this + 5 s), which the
+            # re-executed search waits out: 15 s, not the 30 s default, still outlasts the moments
+            # between the search starting its hanging request and the kill.
+            "ARXIV_TIMEOUT_SECONDS": "15",
         },
     )
 
@@ -75,7 +79,7 @@ SLOW_DEADLINE = 20
 
 
 @pytest.fixture
-def slow_product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
+def slow_product(tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Path) -> Iterator[Product]:
     """The same, with every upstream answering 503 after SLOW_SECONDS and SLOW_DEADLINE deadlines."""
     wikidata, arxiv = ReplayWikidata().start(), ReplayArxiv().start()
     slow = WikidataReply(status=503, body={"detail": "Service Unavailable"}, delay=SLOW_SECONDS)
@@ -83,7 +87,7 @@ def slow_product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
     wikidata.script("/w/api.php", *[slow] * 50)
     arxiv.default = ArxivReply(status=503, delay=SLOW_SECONDS)
     yield from _product(
-        tmp_path_factory,
+        data_dir_copy(migrated_data_dir, tmp_path_factory, "crash"),
         wikidata,
         arxiv,
         {
@@ -94,13 +98,12 @@ def slow_product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
 
 
 def _product(
-    tmp_path_factory: pytest.TempPathFactory,
+    data_dir: Path,
     wikidata: ReplayWikidata,
     arxiv: ReplayArxiv,
     deadlines: dict[str, str],
 ) -> Iterator[Product]:
-    data_dir = tmp_path_factory.mktemp("crash")
-    port = _free_port()
+    port = free_port()
     environment = {
         key: value
         for key, value in os.environ.items()
@@ -119,8 +122,9 @@ def _product(
         "ARXIV_API_URL": arxiv.url,
         "ARXIV_MIN_INTERVAL_SECONDS": "0.1",
         **deadlines,
-        # arXiv's single-connection lock outlives a killed holder by its TTL (request timeout + 5 s):
-        # the re-executed run waits for it, so the timeout stays at its 30 s default.
+        # arXiv's single-connection lock outlives a killed holder by its TTL (ARXIV_TIMEOUT_SECONDS
+        # + 5 s): the re-executed run waits for it (slow_product keeps the 30 s default, so the lock
+        # outlasts its 20 s deadline), so the API answers 202 after a second rather than waiting.
         "ARXIV_WAIT_SECONDS": "1",
         "WIKIDATA_VECTOR_TIMEOUT_SECONDS": "200",
         "CORTEX_HTTP_READ_TIMEOUT": "200",
