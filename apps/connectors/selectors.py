@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Prefetch
+from redis.exceptions import RedisError
 from ulid import ULID
 
 from apps.connectors.adapters import adapter_input_schema, shaped_input_schema
@@ -22,6 +25,7 @@ from apps.core.redis import get_redis
 from apps.core.signing import sign
 
 SERVICE_MAP_CACHE_KEY = "cortex:connectors:service-map:{version}"
+T = TypeVar("T")
 
 
 def connector_endpoint(connector: Connector) -> str:
@@ -162,6 +166,7 @@ def process_caches_clear() -> None:
     """Forget this process's copies (tests; the registry version makes them safe otherwise)."""
     _process_cache.clear()
     _tool_index_cache.clear()
+    _per_version_cache.clear()
 
 
 def _flags_suffix() -> str:
@@ -226,6 +231,29 @@ class ToolSpec:
 
 
 _tool_index_cache: dict[str, tuple[ToolSpec, ...]] = {}
+_per_version_cache: dict[str, tuple[str, Any]] = {}
+
+
+def per_registry_version(name: str, build: Callable[[], T]) -> T:
+    """``build()``, computed once per registry version in this process and kept under ``name``.
+
+    For what every caller sees alike and only a registry change (or a feature flag, part of the
+    version) can change. Built afresh, and not kept, in two cases: inside a transaction, which may
+    hold registry changes the version does not count yet (it moves on commit); and without Redis,
+    where there is no version to trust (the caller keeps working through the outage as uncached).
+    """
+    if connection.in_atomic_block:
+        return build()
+    try:
+        version = registry_version()
+    except RedisError:
+        return build()
+    cached = _per_version_cache.get(name)
+    if cached is not None and cached[0] == version:
+        return cast("T", cached[1])
+    value = build()
+    _per_version_cache[name] = (version, value)
+    return value
 
 
 def published_tool_index() -> tuple[ToolSpec, ...]:

@@ -31,7 +31,13 @@ from pydantic import ValidationError
 
 from apps.connectors.gateway import tool_call, tool_call_record
 from apps.connectors.models import CallTransport, RemoteTool, connectors_switched_off
-from apps.connectors.selectors import service_map_cached, tool_input_schema, tool_resolve, tools_filtered
+from apps.connectors.selectors import (
+    per_registry_version,
+    service_map_cached,
+    tool_input_schema,
+    tool_resolve,
+    tools_filtered,
+)
 from apps.core.errors import (
     ApplicationError,
     AuthenticationRequired,
@@ -186,10 +192,20 @@ def _catalogue_knows(name: str) -> bool:
 
 
 def mcp_tools_list() -> list[dict[str, Any]]:
-    """Every tool as ``tools/list`` shows it (MCP JSON): own tools first, then the catalogue."""
-    return [_own_tool_listing(tool) for tool in _own_tools_published()] + [
-        _catalogue_listing(tool) for tool in _catalogue_tools()
-    ]
+    """Every tool as ``tools/list`` shows it (MCP JSON): own tools first, then the catalogue.
+
+    The same for every caller, asked at the start of every agent session, and about 100 ms to build
+    at 1,000 catalogue tools (model instances, JSON columns): built once per registry version per
+    process, as the planner's tool index is. The dicts are shared: callers must not change them.
+    """
+    return list(per_registry_version("mcp.tools_list", _tools_listed))
+
+
+def _tools_listed() -> tuple[dict[str, Any], ...]:
+    return tuple(
+        [_own_tool_listing(tool) for tool in _own_tools_published()]
+        + [_catalogue_listing(tool) for tool in _catalogue_tools()]
+    )
 
 
 def mcp_tool_scope(name: str) -> str | None:
