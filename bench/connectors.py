@@ -24,9 +24,10 @@ from bench import timed
 CONNECTORS, TOOLS = 100, 20
 
 
-def synthetic_manifest() -> dict:
+def synthetic_manifest(connectors_count: int = CONNECTORS, tools_count: int = TOOLS) -> dict:
+    """A valid manifest of ``connectors_count`` connectors of ``tools_count`` tools each (bench.scale too)."""
     connectors = []
-    for c in range(CONNECTORS):
+    for c in range(connectors_count):
         tools = [
             {
                 "name": f"c{c:03d}.tool_{t:02d}",
@@ -40,7 +41,7 @@ def synthetic_manifest() -> dict:
                 "upstreamName": f"tool_{t:02d}",
                 "aliases": [f"c{c:03d}_old_tool_{t:02d}"],
             }
-            for t in range(TOOLS)
+            for t in range(tools_count)
         ]
         connectors.append(
             {
