@@ -13,6 +13,7 @@ import pty
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,7 +26,14 @@ import pytest
 
 from apps.core.management.commands.run import PAGES
 from cortexweb.embedded import EmbeddedServices
-from tests.core.conftest import ROOT, data_dir_copy, free_port, run_environment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _get(url: str) -> int:
@@ -38,10 +46,21 @@ def _get(url: str) -> int:
         return 0
 
 
+def _run_environment(data_dir: Path, port: int) -> dict[str, str]:
+    """This environment, with its own data dir and port and none of the test run's services."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "PROMETHEUS_MULTIPROC_DIR"}
+    }
+    own = {"CORTEX_DATA_DIR": str(data_dir), "PORT": str(port), "CELERY_WORKER_CONCURRENCY": "1"}
+    return environment | own
+
+
 def test_run_serves_until_sigterm_and_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
     data_dir = tmp_path_factory.mktemp("run")
-    port = free_port()
-    environment = run_environment(data_dir, port)
+    port = _free_port()
+    environment = _run_environment(data_dir, port)
     log_path = data_dir / "run.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
@@ -113,15 +132,13 @@ HANG_UP_LEADERS = {
 
 
 @pytest.mark.parametrize("leader", list(HANG_UP_LEADERS))
-def test_closing_the_terminal_stops_everything(
-    tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Path, leader: str
-) -> None:
+def test_closing_the_terminal_stops_everything(tmp_path_factory: pytest.TempPathFactory, leader: str) -> None:
     command = HANG_UP_LEADERS[leader]
     if shutil.which(command[0]) is None or not (ROOT / ".venv" / "bin" / "python").exists():
         pytest.skip("needs make and the checkout's .venv")
-    data_dir = data_dir_copy(migrated_data_dir, tmp_path_factory, "hup")
-    port = free_port()
-    environment = run_environment(data_dir, port)
+    data_dir = tmp_path_factory.mktemp("hup")
+    port = _free_port()
+    environment = _run_environment(data_dir, port)
     # The child is the session leader and the pty its controlling terminal, as in a terminal window.
     pid, terminal = pty.fork()
     if pid == 0:

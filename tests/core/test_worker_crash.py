@@ -25,7 +25,7 @@ import pytest
 
 from tests.arxiv.replay_server import ReplayArxiv
 from tests.arxiv.replay_server import Reply as ArxivReply
-from tests.core.conftest import ROOT, data_dir_copy, free_port
+from tests.core.test_run_command import ROOT, _free_port
 from tests.wikidata.replay_server import ReplayWikidata
 from tests.wikidata.replay_server import Reply as WikidataReply
 from tests.wikidata.test_facts import Q42_VECTOR_HIT
@@ -52,14 +52,14 @@ Product = tuple[str, str, Path, subprocess.Popen[bytes]]
 
 
 @pytest.fixture
-def product(tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Path) -> Iterator[Product]:
+def product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
     """`manage.py run` in its own data directory, upstreams replayed locally, recovery tuned short."""
     wikidata, arxiv = ReplayWikidata().start(), ReplayArxiv().start()
     wikidata.default_vector = WikidataReply(body=Q42_VECTOR_HIT)
     wikidata.script("/item/query/", WikidataReply(body=Q42_VECTOR_HIT, delay=HANG_SECONDS))
     arxiv.script.append(ArxivReply(delay=HANG_SECONDS))
     yield from _product(
-        data_dir_copy(migrated_data_dir, tmp_path_factory, "crash"),
+        tmp_path_factory,
         wikidata,
         arxiv,
         {
@@ -79,7 +79,7 @@ SLOW_DEADLINE = 20
 
 
 @pytest.fixture
-def slow_product(tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Path) -> Iterator[Product]:
+def slow_product(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Product]:
     """The same, with every upstream answering 503 after SLOW_SECONDS and SLOW_DEADLINE deadlines."""
     wikidata, arxiv = ReplayWikidata().start(), ReplayArxiv().start()
     slow = WikidataReply(status=503, body={"detail": "Service Unavailable"}, delay=SLOW_SECONDS)
@@ -87,7 +87,7 @@ def slow_product(tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Pa
     wikidata.script("/w/api.php", *[slow] * 50)
     arxiv.default = ArxivReply(status=503, delay=SLOW_SECONDS)
     yield from _product(
-        data_dir_copy(migrated_data_dir, tmp_path_factory, "crash"),
+        tmp_path_factory,
         wikidata,
         arxiv,
         {
@@ -98,12 +98,13 @@ def slow_product(tmp_path_factory: pytest.TempPathFactory, migrated_data_dir: Pa
 
 
 def _product(
-    data_dir: Path,
+    tmp_path_factory: pytest.TempPathFactory,
     wikidata: ReplayWikidata,
     arxiv: ReplayArxiv,
     deadlines: dict[str, str],
 ) -> Iterator[Product]:
-    port = free_port()
+    data_dir = tmp_path_factory.mktemp("crash")
+    port = _free_port()
     environment = {
         key: value
         for key, value in os.environ.items()
