@@ -378,14 +378,15 @@ class Engines:
             self.answered.append(self.ask(index))
         return kept[0]
 
-    def timed(self) -> dict[str, Callable[[int], object]]:
-        return {
-            ASK: self.ask,
-            ASK_EMBEDDED: self.ask_embedded,
-            RAW: self.raw,
-            FAISS_HNSW: self.faiss_hnsw,
-            FAISS_FLAT: self.faiss_flat,
-        }
+    def timed(self) -> list[dict[str, Callable[[int], object]]]:
+        """The engines timed together, taking turns; then, each alone, those that run threads (the
+        model's ONNX runtime, FAISS's exhaustive scan): their threads spin on both cores for a
+        while after returning and slowed whatever ran next about threefold."""
+        return [
+            {ASK: self.ask, RAW: self.raw, FAISS_HNSW: self.faiss_hnsw},
+            {ASK_EMBEDDED: self.ask_embedded},
+            {FAISS_FLAT: self.faiss_flat},
+        ]
 
 
 def _exact(vectors: np.ndarray, questions: np.ndarray) -> np.ndarray:
@@ -454,6 +455,10 @@ def _ef_rows(engines: Engines, exact: np.ndarray) -> list[list[object]]:
 def _faiss_built(vectors: np.ndarray, figures: Figures, folder: Path) -> tuple[faiss.Index, faiss.Index]:
     import faiss  # imported when used: its loader logs which CPU build it picked, at INFO
 
+    # Building uses every core, as pgvector's parallel build does; searching one question per call
+    # uses one, as one API request would (two OpenMP threads made a single exhaustive search five
+    # times slower on a busy 2-core machine).
+    faiss.omp_set_num_threads(os.cpu_count() or 1)
     hnsw = faiss.IndexHNSWFlat(EMBEDDING_DIMENSION, 16, faiss.METRIC_INNER_PRODUCT)
     hnsw.hnsw.efConstruction = 64
     started = time.perf_counter()
@@ -464,12 +469,24 @@ def _faiss_built(vectors: np.ndarray, figures: Figures, folder: Path) -> tuple[f
     started = time.perf_counter()
     flat.add(vectors)
     figures.seconds["faiss_flat"] = time.perf_counter() - started
+    faiss.omp_set_num_threads(1)
     for name, index in (("faiss_hnsw", hnsw), ("faiss_flat", flat)):
         path = folder / f"{name}.index"
         faiss.write_index(index, str(path))
         figures.disk[name] = path.stat().st_size
         path.unlink()
     return hnsw, flat
+
+
+def _vacuumed() -> None:
+    """Reclaim the rows a rolled-back size left: the next size's table then grows by its own rows
+    only, and the bench leaves no dead space behind (outside any transaction, as VACUUM must be)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET statement_timeout = 0")
+        try:
+            cursor.execute(f"VACUUM {Memory._meta.db_table}")
+        finally:
+            cursor.execute("RESET statement_timeout")
 
 
 def _measure(data: Dataset, size: int, *, sweep: bool) -> Figures:
@@ -481,8 +498,9 @@ def _measure(data: Dataset, size: int, *, sweep: bool) -> Figures:
         with transaction.atomic():
             token, _ = api_token_create(name=f"bench-scale-memory-{size}", scopes=["read", "write"])
             scope = Scope(token=token)
+            before = _disk_bytes(table)
             _loaded(token.pk, data, size, figures)
-            figures.disk["pg_table"] = _disk_bytes(table)
+            figures.disk["pg_table"] = _disk_bytes(table) - before
             figures.disk["pg_index"] = _disk_bytes("memory_embedding")
             with tempfile.TemporaryDirectory(prefix="bench-scale-memory-") as folder:
                 hnsw, flat = _faiss_built(vectors, figures, Path(folder))
@@ -496,7 +514,8 @@ def _measure(data: Dataset, size: int, *, sweep: bool) -> Figures:
             ):
                 figures.recall[name] = _recall([call(index) for index in range(questions)], exact)
             figures.answered = engines.answered
-            figures.samples = _latencies(engines.timed(), questions, ROUNDS)
+            for group in engines.timed():
+                figures.samples.update(_latencies(group, questions, ROUNDS))
             if sweep:
                 figures.ef_rows = _ef_rows(engines, exact)
             raise _Rollback
@@ -557,16 +576,19 @@ def _print(results: list[Figures], data: Dataset, setup_seconds: float) -> None:
         f"renormalised; cosine to its original p5 {low:.2f}, p50 {mid:.2f}, p95 {high:.2f}): "
         f"synthetic vectors, not embedded text. {QUESTIONS} held-out questions, none stored: half real "
         "questions about stored statements embedded by the model, half stored statements perturbed "
-        f"by another random stream. {ROUNDS} timed rounds per size after {WARMUP} warm-up ones, the "
-        "engines taking turns on each question. recall@10 = the share of the exact top 10 (numpy "
+        f"by another random stream. {ROUNDS} timed rounds per size after {WARMUP} warm-up ones; ask, "
+        "the raw query and FAISS HNSW take turns on each question, the embedded ask and FAISS flat "
+        "are timed after them, each alone (their threads, spinning after a call, slowed the next "
+        "call threefold). recall@10 = the share of the exact top 10 (numpy "
         "brute-force cosine over the same float32 vectors) among the 10 nearest an engine returns, "
         "over all questions; for `memory_ask`, among the 10 nearest of the candidates its own query "
         f"fetched ({selectors.MIN_CANDIDATES} by the filtered HNSW scan, which it then re-ranks by "
         "the four relevance components: its answer is that ranking, not a nearest-neighbour list; "
         f"with the admin's default threshold and semantic floor it answered with {answered}). "
         f"`hnsw.ef_search` {ef} (`HNSW_EF_SEARCH`, the connection's setting, raw query and ask alike) "
-        "and the same efSearch for FAISS HNSW. FAISS searches one question per call, as one API "
-        "request would. The embedded line includes the model call, so it has no recall of its own. "
+        "and the same efSearch for FAISS HNSW. FAISS searches one question per call on one thread, "
+        "as one API request would. The embedded line includes the model call, so it has no recall "
+        "of its own. "
         f"Setup (sentences embedded, vectors made): {setup_seconds:.0f} s.",
     )
     build_rows = []
@@ -599,9 +621,10 @@ def _print(results: list[Figures], data: Dataset, setup_seconds: float) -> None:
         "Measured: pgvector's HNSW index (m=16, ef_construction=64, cosine, as the migration defines "
         "it) built by CREATE INDEX after the rows were loaded by one binary COPY with it dropped "
         "(maintenance_work_mem 4 GB, the server's max_parallel_maintenance_workers); "
-        "pg_relation_size of the index and of the table (every column of a memory, not only its "
-        "vector). FAISS: `add` of the same float32 vectors (its OpenMP threads), and the size of the "
-        "file `write_index` writes.",
+        "pg_relation_size of the index and the table's growth by the COPY (every column of a "
+        "memory, not only its vector; fillfactor 70, as the migration sets it; the table is "
+        "vacuumed before each size). FAISS: `add` of the same float32 vectors (its OpenMP threads), "
+        "and the size of the file `write_index` writes.",
     )
     swept = [figures for figures in results if figures.ef_rows]
     if swept:
@@ -647,5 +670,9 @@ def run() -> None:
     started = time.perf_counter()
     data = _dataset(max(SIZES))
     setup_seconds = time.perf_counter() - started
-    results = [_measure(data, size, sweep=size == max(SIZES)) for size in sorted(SIZES)]
+    results = []
+    for size in sorted(SIZES):
+        _vacuumed()
+        results.append(_measure(data, size, sweep=size == max(SIZES)))
+    _vacuumed()
     _print(results, data, setup_seconds)
