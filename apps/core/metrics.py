@@ -158,8 +158,8 @@ def metric_files_clear_dead(directory: Path | None = None) -> None:
         for paths in _dead_pid_files(directory).values():
             for path in paths:
                 path.unlink(missing_ok=True)
-        for path in glob.glob(str(directory / f"*_{DEAD_FILE_STEM}.db")):
-            Path(path).unlink(missing_ok=True)
+        for folded in glob.glob(str(directory / f"*_{DEAD_FILE_STEM}.db")):
+            Path(folded).unlink(missing_ok=True)
 
 
 class _ProcessSamples:
