@@ -24,7 +24,6 @@ from apps.core.logging import get_logger
 from apps.ontology.lexical import LexicalIndex
 from apps.ontology.models import NAMESPACE, RELATIONSHIP_TYPES, OntologyClass, OntologyState
 from apps.ontology.notes import PREFIXES
-from apps.ontology.oxigraph import ClosureStore, closure_store
 
 logger = get_logger(__name__)
 
@@ -70,12 +69,6 @@ class OntologyGraph:
         return frozenset(
             str(p)[len(NAMESPACE) :] for p in set(self.asserted.predicates()) if str(p).startswith(NAMESPACE)
         )
-
-    @cached_property
-    def oxigraph(self) -> ClosureStore:
-        """The closure in an Oxigraph store, where ``ontology_query`` evaluates SPARQL: built once
-        per version, on the first query (processes that run none never pay for it)."""
-        return closure_store(self.closure)
 
     @cached_property
     def incoming(self) -> dict[str, list[tuple[str, str]]]:

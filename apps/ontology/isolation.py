@@ -40,10 +40,6 @@ import psutil
 # The child's exit codes, read by the parent when no answer came.
 _EXIT_FAILED = 1
 _EXIT_OUT_OF_MEMORY = 2
-# Native code past the address-space cap: Rust (pyoxigraph) aborts the process when an allocation
-# fails, where Python raises MemoryError; nothing else in the child aborts (a Rust panic reaches
-# Python as an exception).
-_OUT_OF_MEMORY = frozenset({_EXIT_OUT_OF_MEMORY, -signal.SIGABRT})
 _READ_CHUNK = 65536
 _forking = threading.Lock()
 
@@ -123,7 +119,7 @@ def run_isolated(
         raise IsolatedTimeout
     if not payload:  # no answer: how the child ended says why
         status = _reap(pid)
-        raise IsolatedFailed("memory" if status in _OUT_OF_MEMORY else "crashed")
+        raise IsolatedFailed("memory" if status == _EXIT_OUT_OF_MEMORY else "crashed")
     # The child closed the pipe before exiting: its exit (unmapping its copy of this process, as
     # long as the fork itself) need not delay the answer.
     _reap_later(pid)

@@ -2,10 +2,7 @@
 as the agentbox bridge does it with SPARQL).
 
 The query runs against the *closure* (``graph.py``), so what the reasoner derives is answerable:
-``?c rdfs:subClassOf cw:CWE74Injection`` finds CWE-89 although its note names only CWE-943. rdflib
-validates it; Oxigraph evaluates it, on a copy of the closure made once per version
-(``oxigraph.py``; 6–8× faster on typical queries, docs/ontology.md); rdflib evaluates only a text
-Oxigraph's parser refuses (a ``LIMIT`` past 2^64).
+``?c rdfs:subClassOf cw:CWE74Injection`` finds CWE-89 although its note names only CWE-943.
 
 Validation comes before any evaluation and refuses, with ``errors`` and ``hints``:
 
@@ -28,10 +25,9 @@ Bounds (docs/ontology.md, "query"). The text is at most :data:`QUERY_MAX_LENGTH`
 :data:`KILL_GRACE_SECONDS`): no operator, however long it holds the interpreter, can delay the web
 process's other requests or run past the limit, and at most ``ONTOLOGY_QUERY_CONCURRENCY`` queries
 run at once per process (a 503 with ``Retry-After`` when all are taken for a whole time limit). In
-the child, Oxigraph evaluates in a thread while the main thread waits until the same deadline (and
-rdflib reads the closure through a ``triples()`` that checks it on every triple), so a cartesian
-product stops with its row count rather than being killed; ``REGEX`` runs on the Rust regex crate
-and ``REPLACE`` on RE2, neither of which backtracks (``sparql_regex.py``); the child may map at most
+the child, the closure is read through a ``triples()`` that checks the same deadline on every
+triple, so a cartesian product stops with its row count rather than being killed; ``REGEX`` and
+``REPLACE`` run on RE2, which does not backtrack (``sparql_regex.py``); the child may map at most
 :data:`MEMORY_LIMIT_BYTES` more than it inherits. The answer has at most :data:`ROW_CAP` rows (a
 query without ``LIMIT``, or with a larger one, gets the cap and the response says so) and at most
 :data:`RESULT_MAX_BYTES` bytes of rows.
@@ -45,13 +41,11 @@ import json
 import math
 import re
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyoxigraph as ox
 from django.conf import settings
 from pyparsing import ParseException, ParseResults
 from rdflib import Graph, Literal, URIRef
@@ -67,7 +61,6 @@ from apps.core.errors import ServiceUnavailable, ValidationFailed
 from apps.ontology import isolation, sparql_regex
 from apps.ontology.graph import OntologyGraph, ontology_graph
 from apps.ontology.models import NAMESPACE
-from apps.ontology.oxigraph import from_oxigraph
 
 # The parser's packrat cache is global: share the Wikidata client's lock rather than race it.
 from apps.wikidata.sparql import _PARSER_LOCK as PARSER_LOCK
@@ -369,21 +362,20 @@ def _checked(parsed: Any, text: str, graph: OntologyGraph) -> tuple[str, Any]:
     return form, query
 
 
-def query_validate(sparql: str, graph: OntologyGraph) -> tuple[QueryAnswer, Any, str]:
-    """The validation of ``sparql`` and, when valid, its translated algebra and its text with the
-    standard prefixes injected (what Oxigraph parses)."""
+def query_validate(sparql: str, graph: OntologyGraph) -> tuple[QueryAnswer, Any]:
+    """The validation of ``sparql`` (prefixes injected) and, when valid, its translated algebra."""
     try:
         parsed, text = _parsed(sparql)
         form, query = _checked(parsed, text, graph)
     except _Refused as refusal:
-        return QueryAnswer(valid=False, errors=refusal.errors, hints=refusal.hints), None, ""
+        return QueryAnswer(valid=False, errors=refusal.errors, hints=refusal.hints), None
     answer = QueryAnswer(valid=True, form=form)
     limit = _limit(parsed) if form == "SELECT" else None
     if form == "SELECT" and limit is None:
         answer.hints.append(f"The query has no LIMIT: LIMIT {ROW_CAP} (the row cap) was applied.")
     elif limit is not None and limit > ROW_CAP:
         answer.hints.append(f"LIMIT {limit} is above the row cap: at most {ROW_CAP} rows are returned.")
-    return answer, query, text
+    return answer, query
 
 
 @functools.cache
@@ -403,7 +395,7 @@ def ontology_query(*, sparql: str, row_cap: int = ROW_CAP, time_limit: float | N
     limit = time_limit_seconds() if time_limit is None else time_limit
     graph = ontology_graph()  # the current version, read here: the child sees exactly this graph
     # Built here, once per version, rather than in every child that would throw them away.
-    _ = graph.cw_local_names, graph.cw_properties, graph.oxigraph
+    _ = graph.cw_local_names, graph.cw_properties
     slots = _query_slots(int(settings.ONTOLOGY_QUERY_CONCURRENCY))
     try:
         with slots.held(wait=limit):
@@ -433,103 +425,11 @@ _NARROWER = "Bind the patterns to each other (shared variables) or to known clas
 
 def query_answer(sparql: str, graph: OntologyGraph, *, row_cap: int, time_limit: float) -> dict[str, Any]:
     """What ``ontology_query`` answers, computed in the calling process (``ontology_query`` calls
-    it in the child): validation, then evaluation until ``time_limit`` seconds from now, on the
-    Oxigraph copy of the closure, or on rdflib's closure when Oxigraph's parser refuses the text."""
+    it in the child): validation, then evaluation until ``time_limit`` seconds from now."""
     deadline = time.monotonic() + time_limit
-    answer, query, text = query_validate(sparql, graph)
+    answer, query = query_validate(sparql, graph)
     if query is None:
         return answer.as_dict()
-    try:
-        return _oxigraph_answer(
-            answer, text, graph, row_cap=row_cap, deadline=deadline, time_limit=time_limit
-        )
-    except SyntaxError:
-        pass  # a text rdflib's grammar takes and Oxigraph's does not (LIMIT past 2^64): rdflib evaluates it
-    return _rdflib_answer(answer, query, graph, row_cap=row_cap, deadline=deadline, time_limit=time_limit)
-
-
-def _row_added(answer: QueryAnswer, item: dict[str, Any], size: int) -> int:
-    """``item`` appended to ``answer.rows`` unless the rows would pass :data:`RESULT_MAX_BYTES`
-    (then the answer is truncated and says so); the rows' size so far, or -1 when cut."""
-    size += len(json.dumps(item, ensure_ascii=False))
-    if size > RESULT_MAX_BYTES:
-        answer.truncated = True
-        answer.hints.append(f"The rows are cut at {RESULT_MAX_BYTES} bytes: select fewer or shorter values.")
-        return -1
-    answer.rows.append(item)
-    return size
-
-
-def _timed_out(answer: QueryAnswer, time_limit: float) -> dict[str, Any]:
-    return _failed(
-        answer,
-        f"The query ran past the {time_limit:g} s time limit and was stopped "
-        f"({len(answer.rows)} rows read); no partial result is returned.",
-        _NARROWER,
-    )
-
-
-# REPLACE as SPARQL means it (XPath's replacement syntax), on RE2: ``sparql_regex.oxigraph_replace``.
-_FUNCTIONS = {ox.NamedNode(sparql_regex.REPLACE_FUNCTION): sparql_regex.oxigraph_replace}
-
-
-def _oxigraph_answer(
-    answer: QueryAnswer, text: str, graph: OntologyGraph, *, row_cap: int, deadline: float, time_limit: float
-) -> dict[str, Any]:
-    """``text`` evaluated by Oxigraph on the closure's copy. The evaluation runs in a thread, which
-    Oxigraph leaves without the interpreter lock, while this one waits for it until the deadline:
-    Oxigraph has no way to be stopped, so at the deadline the answer says how far it got, and the
-    child's exit ends the thread (``ontology_query``; in the calling process it would run on).
-    ``SyntaxError`` when Oxigraph's parser refuses the text."""
-    store = graph.oxigraph.store
-    outcome: dict[str, BaseException | None] = {}
-
-    def evaluate() -> None:
-        try:
-            result = store.query(sparql_regex.replace_calls_renamed(text), custom_functions=_FUNCTIONS)
-            if isinstance(result, ox.QueryBoolean):
-                answer.columns, answer.rows = ["ask"], [{"ask": bool(result)}]
-                return
-            answer.columns = [variable.value for variable in result.variables]  # type: ignore[union-attr]
-            size = 0
-            for solution in result:
-                if len(answer.rows) >= row_cap:
-                    answer.truncated = True
-                    return
-                if time.monotonic() > deadline:
-                    outcome["late"] = None
-                    return
-                item = {column: _json_value(from_oxigraph(solution[column])) for column in answer.columns}
-                size = _row_added(answer, item, size)
-                if size < 0:
-                    return
-        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread, which says what
-            outcome["error"] = error
-
-    worker = threading.Thread(target=evaluate, name="ontology-query", daemon=True)
-    worker.start()
-    worker.join(max(deadline - time.monotonic(), 0.0))
-    if worker.is_alive() or "late" in outcome:
-        return _timed_out(answer, time_limit)
-    error = outcome.get("error")
-    if isinstance(error, SyntaxError):
-        answer.columns, answer.rows, answer.truncated = [], [], False
-        raise error
-    if isinstance(error, MemoryError):
-        return _failed(
-            answer, f"The query needed more than {MEMORY_LIMIT_BYTES // 2**20} MB and was stopped."
-        )
-    if error is not None:
-        return _failed(answer, f"The query could not be evaluated: {type(error).__name__}: {error}"[:500])
-    answer.executed = True
-    return answer.as_dict()
-
-
-def _rdflib_answer(
-    answer: QueryAnswer, query: Any, graph: OntologyGraph, *, row_cap: int, deadline: float, time_limit: float
-) -> dict[str, Any]:
-    """``query`` (translated algebra) evaluated by rdflib on the closure, reading its triples through
-    a view that stops at the deadline."""
     view = _DeadlineGraph(graph.closure, deadline=deadline)
     try:
         result = SPARQLResult(evalQuery(view, query, {}))
@@ -546,11 +446,21 @@ def _rdflib_answer(
                 item = {
                     column: _json_value(value) for column, value in zip(answer.columns, values, strict=True)
                 }
-                size = _row_added(answer, item, size)
-                if size < 0:
+                size += len(json.dumps(item, ensure_ascii=False))
+                if size > RESULT_MAX_BYTES:
+                    answer.truncated = True
+                    answer.hints.append(
+                        f"The rows are cut at {RESULT_MAX_BYTES} bytes: select fewer or shorter values."
+                    )
                     break
+                answer.rows.append(item)
     except QueryTimedOut:
-        return _timed_out(answer, time_limit)
+        return _failed(
+            answer,
+            f"The query ran past the {time_limit:g} s time limit and was stopped "
+            f"({len(answer.rows)} rows read); no partial result is returned.",
+            _NARROWER,
+        )
     except RecursionError:
         return _failed(answer, "The query nests too deeply to be evaluated.", _NESTING_HINT)
     except MemoryError:

@@ -12,7 +12,6 @@ and ``m``; ``x`` and ``q`` are not supported. A ``REPLACE`` result is capped at
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 from types import MethodType
 from typing import Any
@@ -134,55 +133,3 @@ def pattern_problems(nodes: Iterable[Any]) -> list[str]:
         except PatternError as error:
             problems.append(f"{node.name.removeprefix('Builtin_')}: {error}.")
     return problems
-
-
-# --- REPLACE on Oxigraph ------------------------------------------------------------------------
-# Oxigraph hands a REPLACE's replacement to the Rust regex crate as it is, whose syntax is not
-# XPath's ("$2\\$$1" is "b\$1" there, "b$a" in SPARQL): the query's REPLACE calls are renamed to this
-# function, which Oxigraph calls back with the same arguments and which runs XPath's REPLACE on RE2.
-REPLACE_FUNCTION = "urn:cortexweb:sparql:replace"
-_STRING_DATATYPES = frozenset(
-    {"http://www.w3.org/2001/XMLSchema#string", "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"}
-)
-# What the rename steps over: strings (long forms first), IRIs, comments; and the REPLACE keyword
-# itself, when no name character, prefix colon or variable sign is stuck to it. Python's ``re``
-# (for the look-around): the pattern is this module's, with no nested repetition, and the text at
-# most ``QUERY_MAX_LENGTH`` characters that rdflib's grammar has already accepted.
-_SPARQL_TOKENS = re.compile(
-    r'("""(?:[^"\\]|\\.|"(?!""))*"""'
-    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n]|\\.)*"'
-    r"|'(?:[^'\\\n]|\\.)*'"
-    r'|<[^<>"{}|^`\\\x00-\x20]*>|#[^\n]*)'
-    r"|(?<![\w:?$.\-])(?i:replace)(?=\s*\()"
-)
-
-
-def replace_calls_renamed(text: str) -> str:
-    """``text`` with every ``REPLACE(`` call (outside strings, IRIs and comments) calling
-    :data:`REPLACE_FUNCTION` instead."""
-    return _SPARQL_TOKENS.sub(
-        lambda match: match.group(0) if match.group(1) is not None else f"<{REPLACE_FUNCTION}>", text
-    )
-
-
-def oxigraph_replace(text: Any, pattern: Any, replacement: Any, flags: Any = None) -> Any:
-    """SPARQL's ``REPLACE`` (XPath's ``fn:replace``) on RE2, called by Oxigraph with its terms;
-    ``None`` (an expression error: a FILTER false, a BIND unbound) where rdflib raises SPARQLError."""
-    import pyoxigraph as ox  # the callback's types; the module is rdflib's otherwise
-
-    arguments = [text, pattern, replacement] + ([flags] if flags is not None else [])
-    if not all(
-        isinstance(item, ox.Literal) and item.datatype.value in _STRING_DATATYPES for item in arguments
-    ):
-        return None
-    try:
-        regex = compiled(pattern.value, flags.value if flags is not None else "")
-        result = regex.sub(replacement_template(replacement.value), text.value)
-    except (PatternError, IndexError, re2.error):
-        return None
-    if len(result) > MAX_RESULT_CHARS:
-        return None
-    if text.language:
-        return ox.Literal(result, language=text.language)
-    return ox.Literal(result, datatype=text.datatype)

@@ -18,7 +18,7 @@ from rdflib.plugins.sparql import operators as rdflib_operators
 
 from apps.mcp_server.services import Caller, mcp_tool_call
 from apps.ontology import graph as ontology_graph_module
-from apps.ontology import services, sparql, sparql_regex
+from apps.ontology import services, sparql_regex
 from apps.ontology.models import OntologyProposal
 from apps.ontology.sparql import KILL_GRACE_SECONDS, QUERY_MAX_LENGTH, RESULT_MAX_BYTES, _query_slots
 from tests.mcp_server.conftest import stdio_session
@@ -49,16 +49,10 @@ def committed_ontology(transactional_db: None, monkeypatch: pytest.MonkeyPatch) 
     services.ontology_load_default_if_empty()
 
 
-def _oxigraph_refuses(*args: Any, **kwargs: Any) -> Any:
-    raise SyntaxError("refused here, so rdflib evaluates")
-
-
 @pytest.fixture
 def backtracking_regex(monkeypatch: pytest.MonkeyPatch) -> None:
-    """REGEX on rdflib's own operator (Python's backtracking ``re``), evaluated by rdflib rather than
-    Oxigraph: work that holds the interpreter lock and reads no triple, which only the kill of the
-    child can stop (Oxigraph's regex, like RE2, answers at once)."""
-    monkeypatch.setattr(sparql, "_oxigraph_answer", _oxigraph_refuses)
+    """REGEX on rdflib's own operator (Python's backtracking ``re``): work that holds the interpreter
+    lock and reads no triple, which only the kill of the child can stop."""
     monkeypatch.setitem(sparql_regex._OPERATORS, "Builtin_REGEX", rdflib_operators.Builtin_REGEX)
     monkeypatch.setattr(sparql_regex, "pattern_problems", lambda nodes: [])
 
