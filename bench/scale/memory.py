@@ -7,8 +7,9 @@ Size knobs (environment):
 - ``BENCH_SCALE_MEMORY_SENTENCES``: real sentences embedded with the real model, default 3000;
 - ``BENCH_SCALE_MEMORY_QUESTIONS``: held-out question vectors, default 100 (half real questions
   embedded by the model, half perturbed held-out sentence vectors);
-- ``BENCH_SCALE_MEMORY_ROUNDS``: timed rounds per size, default 200 (each round one question through
-  every engine, taking turns, so drift on a busy machine hits them alike);
+- ``BENCH_SCALE_MEMORY_ROUNDS``: timed rounds per size, default 200 (ask, the raw query and FAISS
+  HNSW take turns in each round, so drift on a busy machine hits them alike; ``_latencies`` and
+  ``Engines.timed`` say what else keeps the comparison fair);
 - ``BENCH_SCALE_MEMORY_EF``: ``hnsw.ef_search`` values compared at the largest size, default
   ``40,100,200``.
 
