@@ -290,6 +290,10 @@ CORTEX_HEALTH_DOWN_AFTER = env.int("CORTEX_HEALTH_DOWN_AFTER", default=3)
 CORTEX_HEALTH_DEGRADED_RATIO = env.float("CORTEX_HEALTH_DEGRADED_RATIO", default=0.2)
 CORTEX_HEALTH_PROBE_SECONDS = env.float("CORTEX_HEALTH_PROBE_SECONDS", default=60.0)
 CORTEX_HEALTH_PROBE_TIMEOUT_SECONDS = env.float("CORTEX_HEALTH_PROBE_TIMEOUT_SECONDS", default=10.0)
+# The breaker for unreachable upstreams (apps/core/breaker.py; the Wikidata services): AFTER connection
+# failures in a row, calls are refused at once, unsent, for SECONDS (0 turns it off), then one is tried.
+CORTEX_UPSTREAM_UNREACHABLE_AFTER = env.int("CORTEX_UPSTREAM_UNREACHABLE_AFTER", default=3)
+CORTEX_UPSTREAM_UNREACHABLE_SECONDS = env.float("CORTEX_UPSTREAM_UNREACHABLE_SECONDS", default=30.0)
 # The dashboard's alert banner for staff: deploy/prometheus/alerts.yml's conditions, these its thresholds
 # (keep them equal to the rules' numbers when changing either).
 CORTEX_ALERT_ERROR_RATIO = env.float("CORTEX_ALERT_ERROR_RATIO", default=0.5)

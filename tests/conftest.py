@@ -11,6 +11,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+import redis
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
@@ -18,7 +19,7 @@ from django.test import Client
 
 from apps.connectors.selectors import process_caches_clear
 from apps.connectors.services import registry_changed
-from apps.core import outbound
+from apps.core import breaker, outbound
 from apps.core.metrics import metric_files_clear_dead
 from apps.core.models import ApiToken
 from apps.core.redis import get_redis
@@ -93,6 +94,16 @@ def _registry_caches_start_fresh() -> None:
     registry's caches never runs: start each test on a new registry version with empty caches."""
     registry_changed()
     process_caches_clear()
+
+
+@pytest.fixture(autouse=True)
+def _upstream_breakers_closed() -> None:
+    """An earlier test's unreachable upstream (``apps.core.breaker``, kept in Redis) must not refuse
+    this test's calls: every test starts with every breaker closed."""
+    try:
+        breaker.forget_all()
+    except redis.RedisError:
+        pass  # a test that stopped Redis left nothing to forget that anyone could read
 
 
 @pytest.fixture(scope="session")

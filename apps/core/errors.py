@@ -174,6 +174,15 @@ class DeadlineReached(UpstreamError):
         )
 
 
+class UpstreamUnreachable(UpstreamError):
+    """A request to an upstream that was not sent: its breaker is open, because it could not be
+    reached just now (``apps.core.breaker``).
+
+    Retryable — the upstream may be back when the window ends (``retry_after``) — but never retried
+    within a call: every attempt before the window ends would be refused unsent too. Its ``code``
+    stays ``upstream_error`` (agents handle that already); ``details.reason`` says ``unreachable``."""
+
+
 def error_type(error: ApplicationError) -> str:
     """How a failure is filed on runs and in metrics: the upstream's ``reason`` (timeout, connection,
     configuration …) when it gave one, else ``retryable`` or ``terminal``."""

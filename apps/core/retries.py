@@ -5,7 +5,8 @@ maxlag — each client classifies), at most ``policy.max_retries`` times, after 
 that is never shorter than the upstream's ``Retry-After`` (``apps.core.http.parse_retry_after``
 reads both its forms). It gives up instead of waiting when the wait would pass the caller's
 deadline or exceed ``policy.max_wait``. ``RateLimited`` from our own limiter is never retried
-here: it already says when a slot comes.
+here: it already says when a slot comes; nor is ``UpstreamUnreachable`` (an open breaker,
+``apps.core.breaker``): nothing was sent, and nothing would be until its window ends.
 
 Remote MCP ``tools/call`` requests are not retried: a tool call may not be idempotent, and the
 gateway falls back to the native path instead.
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from apps.core.errors import ApplicationError, RateLimited, UpstreamError
+from apps.core.errors import ApplicationError, RateLimited, UpstreamError, UpstreamUnreachable
 from apps.core.http import full_jitter_delay
 from apps.core.logging import get_logger
 
@@ -56,7 +57,9 @@ def call_with_retries(
     while True:
         try:
             return call()
-        except RateLimited:
+        except (RateLimited, UpstreamUnreachable):
+            # Neither was sent, and both say when a try could succeed: our limiter's next slot, the
+            # end of an unreachable upstream's breaker window (longer than any backoff worth waiting).
             raise
         except UpstreamError as error:
             if not error.retryable or attempt >= policy.max_retries:

@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+import httpx
 from django.conf import settings
 
+from apps.core import breaker
 from apps.core.errors import DeadlineReached, RateLimited, UpstreamError
 from apps.core.http import deadline_check
 from apps.core.logging import get_logger
@@ -65,6 +67,7 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
     refuses at once with ``DeadlineReached``, taking no slot: a limiter grants a free slot even to a
     caller out of time."""
     deadline_check(deadline, upstream=upstream, name=_NAMES[upstream])
+    breaker.refuse_if_open(upstream, name=_NAMES[upstream])
     started = time.perf_counter()
     outcome = "ok"
     limiter = upstream_limiter(upstream)
@@ -80,6 +83,7 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
                     yield
             else:
                 yield
+        breaker.record_reached(upstream)
     except RateLimited:
         outcome = "rate_limited"
         raise
@@ -88,6 +92,12 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
         raise
     except UpstreamError as error:
         outcome = "retryable" if error.retryable else "terminal"
+        breaker.record_reached(upstream)  # it answered, with an error
+        raise
+    except httpx.TransportError as error:  # the clients turn these into UpstreamErrors outside the gate
+        outcome = "retryable"
+        if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):  # no connection was made
+            breaker.record_failure(upstream, f"{type(error).__name__}: {error}")
         raise
     finally:
         wikidata_metrics.upstream_calls_total.labels(upstream=upstream, outcome=outcome).inc()

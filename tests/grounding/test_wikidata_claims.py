@@ -4,9 +4,12 @@ reached says so, and its fact run is marked as made on its behalf (issue 24)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
+from apps.core.models import UpstreamRequest
 from apps.grounding import services
 from apps.grounding.models import Verification
 from apps.mcp_server.services import Caller, mcp_tool_call
@@ -80,18 +83,20 @@ def test_without_the_fact_tools_an_entity_claim_stays_unverified(db) -> None:
 
 CURIE = "Marie Curie won the Nobel Prize in Physics in 1903"
 BUSY = "Wikidata search failed: the Wikidata Action API is busy or failing (HTTP 503); retry later"
-REFUSED = (
-    "Wikidata search failed: could not reach the Wikidata Action API "
-    "(ConnectError: [Errno 111] Connection refused)"
+# Refused connections open the Action API's breaker during the run's first keyword search (three
+# failures in a row, apps.core.breaker); the run's later searches are refused unsent, and say so.
+REFUSED = re.compile(
+    r"Wikidata search failed: the Wikidata Action API could not be reached 3 times in a row "
+    r"\(last: ConnectError: \[Errno 111\] Connection refused\); not tried again before \d\d:\d\d:\d\d UTC"
 )
 
 
-def _down(replay: ReplayWikidata, settings, how: str) -> str:
+def _down(replay: ReplayWikidata, settings, how: str) -> re.Pattern[str]:
     """Wikidata answering 503 to everything, or refusing connections; the reason the run will give."""
     if how == "503":
         replay.default_vector = Reply(status=503, body={"detail": "Service Unavailable"})
         replay.script("/w/api.php", *[Reply(status=503, body={})] * 60)
-        return BUSY
+        return re.compile(re.escape(BUSY))
     settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = CLOSED_PORT_URL
     return REFUSED
 
@@ -104,11 +109,13 @@ def test_an_unreachable_wikidata_is_said_and_leaves_no_succeeded_run(
     make_token,
     how: str,
 ) -> None:
-    reason = _down(wikidata, settings, how)
-    note = f"Wikidata could not be reached ({reason}), so the claim was judged on the knowledge base alone."
+    expected_reason = _down(wikidata, settings, how)
 
     verification = services.claim_verify(claim=CURIE)
 
+    reason = verification.degraded_reason
+    assert expected_reason.fullmatch(reason), reason
+    note = f"Wikidata could not be reached ({reason}), so the claim was judged on the knowledge base alone."
     assert verification.verdict == "unverified" and verification.wikidata == []
     assert (verification.degraded, verification.degraded_reason, verification.sources_note) == (
         True,
@@ -165,13 +172,35 @@ def test_an_unreachable_wikidata_is_said_and_leaves_no_succeeded_run(
     assert FactRun.objects.filter(purpose="verification", status="degraded", degraded=True).count() == 3
 
 
+def test_while_wikidata_is_unreachable_later_verifications_do_not_wait_for_it(
+    wikidata: ReplayWikidata,  # noqa: F811
+    wikidata_registry: None,  # noqa: F811
+    settings,
+) -> None:
+    settings.WIKIDATA_API_URL = settings.WIKIDATA_VECTOR_URL = settings.WIKIDATA_SPARQL_URL = CLOSED_PORT_URL
+    first = services.claim_verify(claim=CURIE)
+    sent = UpstreamRequest.objects.count()
+    assert sent == 6  # the vector database and the Action API, each tried three times
+
+    second = services.claim_verify(claim="Albert Einstein was born in Ulm in 1879.")
+
+    # Refused unsent by the breakers, with no backoff waited; still said, and still degraded.
+    assert UpstreamRequest.objects.count() == sent
+    assert (second.degraded, second.degraded_reason) == (True, first.degraded_reason)
+    assert REFUSED.fullmatch(second.degraded_reason), second.degraded_reason
+    run = FactRun.objects.get(pk=second.fact_run_id)
+    assert (run.purpose, run.status, run.degraded) == ("verification", "degraded", True)
+
+
 def test_the_pages_say_the_source_was_down_and_whom_the_run_was_for(
     wikidata: ReplayWikidata,  # noqa: F811
     wikidata_registry: None,  # noqa: F811
     settings,
 ) -> None:
-    reason = _down(wikidata, settings, "refused")
+    expected_reason = _down(wikidata, settings, "refused")
     verification = services.claim_verify(claim=CURIE)
+    reason = verification.degraded_reason
+    assert expected_reason.fullmatch(reason), reason
     run = FactRun.objects.get()
     client = role_client("grounding.view_verification", "wikidata.view_factrun")
 
@@ -209,17 +238,14 @@ def test_stored_facts_stand_in_for_an_unreachable_wikidata_and_the_verification_
     verification = services.claim_verify(claim="Douglas Adams was a human being.")
 
     run = FactRun.objects.get(pk=verification.fact_run_id)
-    assert (run.purpose, run.status, run.degraded, run.degraded_reason) == (
-        "verification",
-        "degraded",
-        True,
-        REFUSED,
-    )
+    reason = run.degraded_reason
+    assert REFUSED.fullmatch(reason), reason
+    assert (run.purpose, run.status, run.degraded) == ("verification", "degraded", True)
     assert verification.verdict == "supported" and verification.wikidata[0]["claimGuid"] == P31_GUID
     assert verification.wikidata[0]["degraded"] is True
-    assert (verification.degraded, verification.degraded_reason) == (True, REFUSED)
+    assert (verification.degraded, verification.degraded_reason) == (True, reason)
     assert verification.sources_note == (
-        f"Wikidata could not be reached ({REFUSED}); the claim was compared with 5 Wikidata facts stored by "
+        f"Wikidata could not be reached ({reason}); the claim was compared with 5 Wikidata facts stored by "
         "earlier runs instead."
     )
     assert Verification.objects.filter(degraded=False).count() == 1
