@@ -165,7 +165,6 @@ _process_cache: dict[str, SignedServiceMap] = {}
 def process_caches_clear() -> None:
     """Forget this process's copies (tests; the registry version makes them safe otherwise)."""
     _process_cache.clear()
-    _tool_index_cache.clear()
     _per_version_cache.clear()
 
 
@@ -230,7 +229,6 @@ class ToolSpec:
     scopes: frozenset[str]
 
 
-_tool_index_cache: dict[str, tuple[ToolSpec, ...]] = {}
 _per_version_cache: dict[str, tuple[str, Any]] = {}
 
 
@@ -257,18 +255,17 @@ def per_registry_version(name: str, build: Callable[[], T]) -> T:
 
 
 def published_tool_index() -> tuple[ToolSpec, ...]:
-    """Published tools as ``ToolSpec``s, read from Postgres once per registry version per process."""
-    version = registry_version()
-    index = _tool_index_cache.get(version)
-    if index is None:
-        rows = RemoteTool.objects.published().values_list("name", "connector__slug", "tags", "scopes")
-        index = tuple(
-            ToolSpec(name=name, connector=slug, tags=frozenset(tags), scopes=frozenset(scopes))
-            for name, slug, tags, scopes in rows.order_by("name")
-        )
-        _tool_index_cache.clear()
-        _tool_index_cache[version] = index
-    return index
+    """Published tools as ``ToolSpec``s, read from Postgres once per registry version per process
+    (:func:`per_registry_version`: read afresh inside a transaction and while Redis is down)."""
+    return per_registry_version("connectors.published_tool_index", _tool_index_read)
+
+
+def _tool_index_read() -> tuple[ToolSpec, ...]:
+    rows = RemoteTool.objects.published().values_list("name", "connector__slug", "tags", "scopes")
+    return tuple(
+        ToolSpec(name=name, connector=slug, tags=frozenset(tags), scopes=frozenset(scopes))
+        for name, slug, tags, scopes in rows.order_by("name")
+    )
 
 
 def tools_filtered(*, tags: list[str] | None = None, scopes: list[str] | None = None) -> list[RemoteTool]:
