@@ -14,10 +14,15 @@ Four sets in ``tests/data/`` (its README says how each was written and what it m
 
 Each claim goes through ``claim_verify`` (routing, hybrid retrieval, evidence sentences, the judge
 ``GROUNDING_JUDGE`` names, calibration, the stored verification) with its domain left for the router to
-find, inside a transaction that is rolled back. Printed per set: accuracy, precision and recall per
-verdict, the precision of decisive (supported/contradicted) verdicts, the share of claims given a wrong
-verdict at or above the review threshold, the expected calibration error, the confusion matrix and
-p50/p95 latency per claim; then a warm pass over the first set.
+find, inside a transaction that is rolled back. A claim the packs leave to Wikidata asks it through the
+fact workflow: Wikidata is a local replay (``tests/wikidata/replay_server.py``) that is there and knows
+nothing (no search hit), under the product's own rate limits, so such a claim costs what a real "no
+statement" answer costs CortexWeb, without the internet's latency or an outage's.
+
+Printed per set: accuracy, precision and recall per verdict, the precision of decisive
+(supported/contradicted) verdicts, the share of claims given a wrong verdict at or above the review
+threshold, the expected calibration error, the confusion matrix and p50/p95 latency per claim (and of
+the claims that asked Wikidata); then a warm pass over the first set.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from django.test import override_settings
 from apps.grounding import services
 from apps.grounding.models import GroundingSettings
 from apps.knowledge import services as knowledge_services
+from tests.wikidata.replay_server import ReplayWikidata, Reply
 
 CLAIMS = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims.jsonl"
 # Written later by someone who had not seen the checker's code or the first set; its misjudged claims
@@ -71,6 +77,7 @@ class Judged:
     confidences: list[float] = field(default_factory=list)
     routed: int = 0  # claims routed to their labelled domain
     timings: list[float] = field(default_factory=list)
+    asked_wikidata: list[bool] = field(default_factory=list)  # per claim: a fact run was made for it
 
 
 def _judge_all(claims: list[dict]) -> Judged:
@@ -79,6 +86,7 @@ def _judge_all(claims: list[dict]) -> Judged:
         started = time.perf_counter()
         verification = services.claim_verify(claim=claim["claim"])
         judged.timings.append(time.perf_counter() - started)
+        judged.asked_wikidata.append(verification.fact_run_id is not None)
         judged.results.append((claim, verification.verdict))
         judged.confidences.append(verification.confidence)
         judged.routed += verification.domain is not None and verification.domain.name == claim["domain"]
@@ -155,16 +163,29 @@ def run(report) -> None:
     # Its settings row too: created inside the transaction it would be an uncommitted change, read from
     # the database on every claim.
     GroundingSettings.current()
+    replay = ReplayWikidata().start()
+    replay.default_vector = Reply(body=[])  # no vector hit; keyword search finds nothing either
+    wikidata_there = override_settings(
+        CORTEX_OUTBOUND_ALLOW_NETWORKS=["127.0.0.0/8"],  # the replay listens on loopback
+        WIKIDATA_API_URL=replay.api_url,
+        WIKIDATA_SPARQL_URL=replay.sparql_url,
+        WIKIDATA_VECTOR_URL=replay.vector_url,
+    )
     try:
-        with transaction.atomic():
+        with wikidata_there, transaction.atomic():
             judged = {name: _judge_all(claims) for name, claims in sets.items()}
             warm = _judge_all(sets["grounding"]).timings
             raise _Rollback(judged, warm)
     except _Rollback as done:
         judged, warm = done.args
+    finally:
+        replay.stop()
     for name, figures in judged.items():
         _print_figures(name, figures)
         report(f"{name}.verify_per_claim", figures.timings)
+        asked = [t for t, wikidata in zip(figures.timings, figures.asked_wikidata, strict=True) if wikidata]
+        if asked:
+            report(f"{name}.verify_per_claim_that_asked_wikidata", asked)
     report("grounding.verify_per_claim_warm", warm)
     overheads = _model_judge_overhead(sets["grounding"])
     if overheads:

@@ -16,6 +16,7 @@ from apps.mcp_server.services import Caller, mcp_tool_call
 from apps.wikidata import tasks as wikidata_tasks
 from apps.wikidata.models import FactRun
 from tests.conftest import role_client
+from tests.grounding.test_judges import shipped_packs  # noqa: F401 - fixture
 from tests.wikidata.conftest import wikidata, wikidata_registry  # noqa: F401 - fixtures
 from tests.wikidata.replay_server import ReplayWikidata, Reply
 from tests.wikidata.test_facts import CLOSED_PORT_URL, P31_GUID, Q42_VECTOR_HIT
@@ -59,6 +60,23 @@ def test_a_true_entity_claim_is_supported_citing_the_statement(
         str(run.pk),
     )
     assert "degradedReason" not in result
+
+
+def test_a_named_claim_the_packs_hold_close_evidence_on_is_not_put_to_wikidata(
+    q42: ReplayWikidata,
+    shipped_packs: None,  # noqa: F811
+) -> None:
+    verification = services.claim_verify(
+        claim="Core Web Vitals treat a Largest Contentful Paint of up to 2.5 seconds as good."
+    )
+
+    assert FactRun.objects.count() == 0 and q42.made("/w/api.php") == []
+    assert verification.verdict == "unverified" and verification.leaning != "none"
+    assert verification.fact_run_id is None and verification.degraded is False
+    assert verification.sources_note == services.PACKS_SPEAK_NOTE
+    # A named claim the packs know nothing close to is still put to Wikidata.
+    services.claim_verify(claim="Douglas Adams was a human.")
+    assert FactRun.objects.count() == 1
 
 
 def test_a_false_entity_claim_is_contradicted_with_the_statement_as_correction(q42: ReplayWikidata) -> None:
