@@ -25,12 +25,13 @@ calls and their events are deleted at the end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -107,13 +108,22 @@ async def _timed(pairs: list[tuple[str, Callable[[], Awaitable[Any]]]]) -> dict[
     return samples
 
 
-async def _measure(url: str, raw_token: str, correlation_id: str) -> dict[str, list[float]]:
+@contextlib.asynccontextmanager
+async def mcp_and_rest_clients(
+    url: str, raw_token: str, correlation_id: str
+) -> AsyncIterator[tuple[Client, httpx2.AsyncClient]]:
+    """An MCP session over streamable HTTP and a REST client, both as the token, to time side by side."""
     headers = {"Authorization": f"Bearer {raw_token}", "X-Request-Id": correlation_id}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as mcp_http,
         Client(streamable_http_client(f"{url}/mcp", http_client=mcp_http), mode="legacy") as mcp,
         httpx2.AsyncClient(base_url=url, headers=headers, timeout=60) as rest,
     ):
+        yield mcp, rest
+
+
+async def _measure(url: str, raw_token: str, correlation_id: str) -> dict[str, list[float]]:
+    async with mcp_and_rest_clients(url, raw_token, correlation_id) as (mcp, rest):
 
         async def mcp_tools_list() -> None:
             result = await mcp.list_tools(cache_mode="bypass")

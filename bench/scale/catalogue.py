@@ -27,12 +27,9 @@ import os
 import uuid
 from typing import Any
 
-import httpx2
 from django.db import transaction
 from django.test import Client as DjangoClient
 from django.test import override_settings
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from apps.connectors import selectors
 from apps.connectors.models import Connector, RemoteTool, ToolAlias
@@ -53,7 +50,7 @@ from bench import timed
 from bench.__main__ import percentile
 from bench.connectors import synthetic_manifest
 from bench.mcp import N as MCP_ROUNDS
-from bench.mcp import _LiveServer, _timed
+from bench.mcp import _LiveServer, _timed, mcp_and_rest_clients
 from bench.scale.table import ms, print_table, ratio
 
 SIZES = [int(size) for size in os.environ.get("BENCH_SCALE_CATALOGUE_CONNECTORS", "10,100,1000").split(",")]
@@ -176,13 +173,8 @@ def _catalogue_grown(target: int) -> list[Connector]:
 
 
 async def _tools_list_timed(url: str, raw_token: str, correlation_id: str) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {raw_token}", "X-Request-Id": correlation_id}
     counts: dict[str, int] = {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as mcp_http,
-        Client(streamable_http_client(f"{url}/mcp", http_client=mcp_http), mode="legacy") as mcp,
-        httpx2.AsyncClient(base_url=url, headers=headers, timeout=60) as rest,
-    ):
+    async with mcp_and_rest_clients(url, raw_token, correlation_id) as (mcp, rest):
 
         async def mcp_tools_list() -> None:
             result = await mcp.list_tools(cache_mode="bypass")
