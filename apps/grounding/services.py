@@ -787,12 +787,16 @@ def verification_result(*, verification: Verification) -> dict[str, Any]:
     return result
 
 
-def calibration_refit(*, claims_path: Path) -> CalibrationFitted:
-    """Fit the calibration table (``GROUNDING_CALIBRATION``) on the labelled claims in ``claims_path``,
-    judged by the local judge inside a transaction that is rolled back (a claim about a named entity
-    runs the fact workflow, which stores a run)."""
-    lines = claims_path.read_text(encoding="utf-8").splitlines()
-    claims = [json.loads(line) for line in lines if line.strip()]
+def calibration_refit(*, claims_paths: list[Path]) -> CalibrationFitted:
+    """Fit the calibration table (``GROUNDING_CALIBRATION``) on the labelled claims of ``claims_paths``
+    taken together, judged by the local judge inside a transaction that is rolled back (a claim about
+    a named entity runs the fact workflow, which stores a run)."""
+    claims = [
+        json.loads(line)
+        for path in claims_paths
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     agents = _agents()
 
     def basis_for(claim: str) -> str:
@@ -801,7 +805,7 @@ def calibration_refit(*, claims_path: Path) -> CalibrationFitted:
     with transaction.atomic():
         fitted = calibration_fit(
             claims=claims, basis_for=basis_for, path=Path(settings.GROUNDING_CALIBRATION),
-            fitted_on=claims_path.name,
+            fitted_on=" + ".join(path.name for path in claims_paths),
         )  # fmt: skip
         transaction.set_rollback(True)
     return fitted

@@ -88,7 +88,9 @@ def test_fitting_counts_the_true_verdicts_per_basis_and_writes_the_table(table: 
 def test_the_shipped_table_counts_only_bases_the_judge_gives() -> None:
     table_reload()
     shipped = json.loads(Path(calibration.settings.GROUNDING_CALIBRATION).read_text(encoding="utf-8"))
-    assert shipped["fitted_on"] == "grounding_claims_calibration.jsonl"
+    # Fitted on the two calibration sets together, and on nothing the rules were written against.
+    assert shipped["fitted_on"] == "grounding_claims_calibration.jsonl + grounding_claims_calibration2.jsonl"
+    assert shipped["claims"] == 210
     possible = {
         *(
             basis_of(verdict=Verdict.CONTRADICTED, signal_type=k)
@@ -120,14 +122,16 @@ def test_hash_passwords_with_md5_is_never_supported_it_leans_contradicted_on_sec
 ) -> None:
     """Issue #24's first "Why": it came back supported (basis supported:close) resting on SEC-022. The
     imperative recommends MD5, SEC-022 says MD5 must not be used for passwords: a prohibited action
-    recommended. No calibration claim was judged on that basis, so it is not decided, but it leans."""
+    recommended. The three calibration claims judged on that basis were all contradicted: smoothed,
+    (3 + 1) / (3 + 3) = 0.67, short of the 0.7 a decisive verdict needs, so it is not decided but
+    leans, and the abstention's confidence is (0 + 1) / (3 + 3)."""
     result = services.verification_result(
         verification=services.claim_verify(claim="Hash passwords with MD5.")
     )
     assert result["verdict"] == Verdict.UNVERIFIED
     assert result["leaning"] == Verdict.CONTRADICTED
     assert result["judge"]["basis"] == "contradicted:prohibited"
-    assert result["confidence"] == 0.3333
+    assert result["confidence"] == 0.1667
     assert result["sources"][0]["entry_id"] == "SEC-022"
     assert result["leaningOn"] == (
         "stance: the claim says “Hash … md5”, SEC-022 says “md5 … must not” (Fast general-purpose hashes "
@@ -137,7 +141,7 @@ def test_hash_passwords_with_md5_is_never_supported_it_leans_contradicted_on_sec
 
 def test_use_bcrypt_scrypt_or_argon2_is_stated_by_sec_022_part_by_part(shipped_packs: None) -> None:
     """The second "Why": SEC-022 states every part (the names, storing passwords, the recommendation).
-    The calibration set's claims on that basis were supported 5 times in 8, short of the 0.7 a decisive
+    The calibration sets' claims on that basis were supported 17 times in 27, short of the 0.7 a decisive
     verdict needs, so it is unverified leaning supported on SEC-022 — never contradicted."""
     result = services.verification_result(
         verification=services.claim_verify(claim="Use bcrypt, scrypt or Argon2 to store passwords.")

@@ -43,7 +43,9 @@ class Command(ActionCommand):
             help="Fit the confidence calibration table (GROUNDING_CALIBRATION) on labelled claims "
             "the judge's rules were not developed on.",
         )
-        calibrate.add_argument("claims", help="JSON lines of {claim, verdict} (tests/data/README.md).")
+        calibrate.add_argument(
+            "claims", nargs="+", help="Files of JSON lines of {claim, verdict} (tests/data/README.md)."
+        )
 
     def _verify(self, claim: str, domain: str | None = None, as_json: bool = False, **_) -> None:
         verification = services.claim_verify(claim=claim, domain=domain)
@@ -70,8 +72,9 @@ class Command(ActionCommand):
             for line in lines:
                 self.stdout.write(line)
 
-    def _calibrate(self, claims: str, **_) -> None:
-        path = Path(claims)
-        if not path.is_file():
-            raise CommandError(f"{claims} is not a file: give the labelled claims (JSON lines).")
-        self.stdout.write(services.calibration_refit(claims_path=path).summary())
+    def _calibrate(self, claims: list[str], **_) -> None:
+        paths = [Path(name) for name in claims]
+        for path in paths:
+            if not path.is_file():
+                raise CommandError(f"{path} is not a file: give the labelled claims (JSON lines).")
+        self.stdout.write(services.calibration_refit(claims_paths=paths).summary())
