@@ -33,14 +33,15 @@ from apps.core.redis import get_redis
 
 logger = get_logger(__name__)
 
-KEY = "cortex:upstream:unreachable:"  # + "failures:<upstream>" (a count) or "open:<upstream>" (why)
+KEY = "cortex:upstream:unreachable:"  # + "failures:<upstream>@<at>" (a count) or "open:<upstream>@<at>" (why)
 
 
-def refuse_if_open(upstream: str, *, name: str) -> None:
-    """``UpstreamUnreachable`` when ``upstream``'s breaker is open. Without Redis the call goes
+def refuse_if_open(upstream: str, *, at: str, name: str) -> None:
+    """``UpstreamUnreachable`` when the breaker of ``upstream`` at ``at`` (the host and port it is
+    configured at now: pointed elsewhere, it starts afresh) is open. Without Redis the call goes
     ahead: the breaker only saves time, it must never be why a call fails."""
     try:
-        raw = get_redis().get(f"{KEY}open:{upstream}")
+        raw = get_redis().get(f"{KEY}open:{upstream}@{at}")
     except redis.RedisError:
         return
     if raw is None:
@@ -61,10 +62,10 @@ def refuse_if_open(upstream: str, *, name: str) -> None:
     )
 
 
-def record_failure(upstream: str, error: str) -> None:
+def record_failure(upstream: str, *, at: str, error: str) -> None:
     """Count one connection failure (no address, the connection refused, or not made in time;
     ``error`` says which); open the breaker when the count reaches the threshold."""
-    failures_key = f"{KEY}failures:{upstream}"
+    failures_key = f"{KEY}failures:{upstream}@{at}"
     window = settings.CORTEX_UPSTREAM_UNREACHABLE_SECONDS
     try:
         r = get_redis()
@@ -76,17 +77,17 @@ def record_failure(upstream: str, error: str) -> None:
         if failures >= settings.CORTEX_UPSTREAM_UNREACHABLE_AFTER and window > 0:
             until = time.time() + window
             opened = {"failures": failures, "error": error, "until": until}
-            r.set(f"{KEY}open:{upstream}", json.dumps(opened), px=int(window * 1000))
-            logger.warning("upstream.unreachable", upstream=upstream, failures=failures, error=error)
+            r.set(f"{KEY}open:{upstream}@{at}", json.dumps(opened), px=int(window * 1000))
+            logger.warning("upstream.unreachable", upstream=upstream, at=at, failures=failures, error=error)
     except redis.RedisError as failure:
         logger.warning("upstream.breaker_unrecorded", upstream=upstream, error=str(failure))
 
 
-def record_reached(upstream: str) -> None:
+def record_reached(upstream: str, *, at: str) -> None:
     """An answer came (any answer: a 503 too says the upstream is there): the count starts again and
     the breaker closes."""
     try:
-        get_redis().delete(f"{KEY}failures:{upstream}", f"{KEY}open:{upstream}")
+        get_redis().delete(f"{KEY}failures:{upstream}@{at}", f"{KEY}open:{upstream}@{at}")
     except redis.RedisError as failure:
         logger.warning("upstream.breaker_unrecorded", upstream=upstream, error=str(failure))
 

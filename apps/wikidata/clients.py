@@ -12,6 +12,7 @@ import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -60,6 +61,18 @@ _NAMES = {
 }
 
 
+_URLS: dict[str, Callable[[], str]] = {
+    action_api.UPSTREAM: action_api.action_api_url,
+    vectordb.UPSTREAM: vectordb.vector_url,
+    sparql.UPSTREAM: sparql.sparql_url,
+}
+
+
+def _configured_at(upstream: str) -> str:
+    """The host and port ``upstream`` is configured at now: what its breaker judges."""
+    return urlsplit(_URLS[upstream]()).netloc
+
+
 @contextlib.contextmanager
 def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
     """The limiter's slot (refused with ``RateLimited`` if it comes after ``deadline``); for WDQS also
@@ -67,7 +80,8 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
     refuses at once with ``DeadlineReached``, taking no slot: a limiter grants a free slot even to a
     caller out of time."""
     deadline_check(deadline, upstream=upstream, name=_NAMES[upstream])
-    breaker.refuse_if_open(upstream, name=_NAMES[upstream])
+    at = _configured_at(upstream)
+    breaker.refuse_if_open(upstream, at=at, name=_NAMES[upstream])
     started = time.perf_counter()
     outcome = "ok"
     limiter = upstream_limiter(upstream)
@@ -83,7 +97,7 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
                     yield
             else:
                 yield
-        breaker.record_reached(upstream)
+        breaker.record_reached(upstream, at=at)
     except RateLimited:
         outcome = "rate_limited"
         raise
@@ -92,12 +106,12 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
         raise
     except UpstreamError as error:
         outcome = "retryable" if error.retryable else "terminal"
-        breaker.record_reached(upstream)  # it answered, with an error
+        breaker.record_reached(upstream, at=at)  # it answered, with an error
         raise
     except httpx.TransportError as error:  # the clients turn these into UpstreamErrors outside the gate
         outcome = "retryable"
         if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):  # no connection was made
-            breaker.record_failure(upstream, f"{type(error).__name__}: {error}")
+            breaker.record_failure(upstream, at=at, error=f"{type(error).__name__}: {error}")
         raise
     finally:
         wikidata_metrics.upstream_calls_total.labels(upstream=upstream, outcome=outcome).inc()

@@ -72,7 +72,7 @@ def test_three_connection_failures_in_a_row_refuse_the_next_call_unsent(mock, re
     assert refused.value.details["lastError"] == "ConnectError: refused"
     assert refused.value.details["retryAt"][11:19] == match.group(1)
     # Kept in Redis, so every web process and worker refuses too, for the window.
-    assert 25_000 < redis_client.pttl(f"{breaker.KEY}open:{action_api.UPSTREAM}") <= 30_000
+    assert 25_000 < redis_client.pttl(f"{breaker.KEY}open:{action_api.UPSTREAM}@www.wikidata.org") <= 30_000
 
     # Another upstream is judged on its own: the vector database is still asked.
     vector = mock.get(f"{VECTOR_URL}/item/query/").mock(return_value=httpx.Response(200, json=[]))
@@ -160,3 +160,17 @@ def test_vector_database_connection_failures_open_its_own_breaker(mock) -> None:
         clients.vector_db_client().search_items("abc")
     assert refused.value.message.startswith("the Wikidata vector database could not be reached 3 times")
     assert refused.value.details["upstream"] == vectordb.UPSTREAM
+
+
+def test_an_upstream_pointed_elsewhere_starts_with_its_breaker_closed(mock, settings) -> None:
+    mock.get(API_URL).mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(UpstreamError):
+        _keyword_search()
+    with pytest.raises(UpstreamUnreachable):
+        _keyword_search()
+
+    # The operator points the setting at a mirror: it is asked at once, not refused for the old host.
+    settings.WIKIDATA_API_URL = "https://wikidata-mirror.example.org/w/api.php"
+    mirror = mock.get(settings.WIKIDATA_API_URL).mock(return_value=httpx.Response(200, json=SEARCH_ANSWER))
+    assert _keyword_search() == []
+    assert mirror.call_count == 1
