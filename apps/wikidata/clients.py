@@ -74,20 +74,22 @@ def _configured_at(upstream: str) -> str:
 
 
 @contextlib.contextmanager
-def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
-    """The limiter's slot (refused with ``RateLimited`` if it comes after ``deadline``); for WDQS also
-    the one-query-at-a-time lock. Times the whole request, the wait included. Past ``deadline`` it
-    refuses at once with ``DeadlineReached``, taking no slot: a limiter grants a free slot even to a
-    caller out of time."""
+def _gate(upstream: str, deadline: float | None, *, wait_for_slot: bool = True) -> Iterator[None]:
+    """The limiter's slot (refused with ``RateLimited`` if it comes after ``deadline``, or if it is
+    not free now and ``wait_for_slot`` is false); for WDQS also the one-query-at-a-time lock. Times
+    the whole request, the wait included. Past ``deadline`` it refuses at once with
+    ``DeadlineReached``, taking no slot: a limiter grants a free slot even to a caller out of time."""
     deadline_check(deadline, upstream=upstream, name=_NAMES[upstream])
     at = _configured_at(upstream)
     breaker.refuse_if_open(upstream, at=at, name=_NAMES[upstream])
+    limiter = upstream_limiter(upstream)
+    if not wait_for_slot:
+        _slot_taken_now(upstream, limiter)
     started = time.perf_counter()
     outcome = "ok"
-    limiter = upstream_limiter(upstream)
     try:
         with upstream_request_recorded(upstream=upstream, budget_per_hour=limiter.per_hour) as tally:
-            tally.waited_seconds = limiter.acquire(deadline=deadline)
+            tally.waited_seconds = limiter.acquire(deadline=deadline) if wait_for_slot else 0.0
             if tally.waited_seconds > 0:
                 wikidata_metrics.rate_limit_waits_total.labels(upstream=upstream).inc()
             if upstream == sparql.UPSTREAM:
@@ -120,12 +122,28 @@ def _gate(upstream: str, deadline: float | None) -> Iterator[None]:
         )
 
 
+def _slot_taken_now(upstream: str, limiter: RateLimiter) -> None:
+    """Take a slot free now, or raise ``RateLimited`` saying the caller does not wait for one. Not
+    recorded as a refusal (the rate-limit alert counts those): the caller goes another way."""
+    try:
+        limiter.reserve(max_wait=0)
+    except RateLimited as busy:
+        raise RateLimited(
+            f"{_NAMES[upstream]} had no free slot (the next in {busy.retry_after:.1f} s), and a caller "
+            "who is waiting for an answer does not wait for one",
+            retry_after=busy.retry_after,
+            details={"limiter": limiter.name, "reason": "no_free_slot"},
+        ) from busy
+
+
 def action_api_client(*, deadline: float | None = None) -> ActionApiClient:
     return ActionApiClient(gate=lambda: _gate(action_api.UPSTREAM, deadline), deadline=deadline)
 
 
-def vector_db_client(*, deadline: float | None = None) -> VectorDbClient:
-    return VectorDbClient(gate=lambda: _gate(vectordb.UPSTREAM, deadline), deadline=deadline)
+def vector_db_client(*, deadline: float | None = None, wait_for_slot: bool = True) -> VectorDbClient:
+    return VectorDbClient(
+        gate=lambda: _gate(vectordb.UPSTREAM, deadline, wait_for_slot=wait_for_slot), deadline=deadline
+    )
 
 
 def sparql_client(*, deadline: float | None = None) -> SparqlClient:

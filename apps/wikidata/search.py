@@ -56,6 +56,8 @@ class EntitySearch:
         """Why keyword search stood in, for a reader; ``None`` when the vector database answered."""
         if self.via == "vector":
             return None
+        if isinstance(self.vector_error, RateLimited):  # never sent
+            return f"the vector database was not asked: {self.vector_error.message}"
         if self.vector_error is not None:
             return f"the vector database failed: {self.vector_error.message}"
         return "the vector database found nothing"
@@ -73,15 +75,17 @@ def entities_search(
     instanceof: Sequence[str] = (),
     rerank: bool = False,
     exclude_external_ids: bool = False,
+    vector_wait: bool = True,
     **log_context: str,
 ) -> EntitySearch:
     """Items or properties for ``query``: the vector database (``language`` may be ``all`` there;
     ``instanceof``, ``rerank`` and, for properties, ``exclude_external_ids`` passed on), else keyword
     search for each of ``phrases`` (default: the query) in turn, in ``language`` (English for
     ``all``). Falls back when the vector search fails, and when it finds nothing if
-    ``fallback_when_empty``. Never raises an upstream error: a failed keyword search is the
-    result's ``error``. ``log_context`` names the caller in the log."""
-    client = clients.vector_db_client(deadline=deadline)
+    ``fallback_when_empty``, and without waiting for a vector slot when ``vector_wait`` is false
+    (none free now: keyword search at once). Never raises an upstream error: a failed keyword search
+    is the result's ``error``. ``log_context`` names the caller in the log."""
+    client = clients.vector_db_client(deadline=deadline, wait_for_slot=vector_wait)
 
     def vector_search() -> list[VectorHit]:
         filter_ids = list(instanceof) or None

@@ -337,6 +337,9 @@ def _search(run: FactRun, deadline: float, entry: dict[str, Any]) -> list[dict[s
         deadline=deadline,
         phrases=keyword_phrases(run.question)[:KEYWORD_SEARCH_ATTEMPTS],
         fallback_when_empty=True,
+        # A verification's caller is waiting for the answer: no waiting for the vector database's
+        # next slot (one per 2 s), its claim names an entity that keyword search finds as well.
+        vector_wait=run.purpose != FactRunPurpose.VERIFICATION,
         run_id=str(run.pk),
     )
     if found.fallback_reason is not None:

@@ -13,13 +13,14 @@ from apps.core.models import UpstreamRequest
 from apps.grounding import services
 from apps.grounding.models import Verification
 from apps.mcp_server.services import Caller, mcp_tool_call
+from apps.wikidata import clients, vectordb
 from apps.wikidata import tasks as wikidata_tasks
 from apps.wikidata.models import FactRun
 from tests.conftest import role_client
 from tests.grounding.test_judges import shipped_packs  # noqa: F401 - fixture
 from tests.wikidata.conftest import wikidata, wikidata_registry  # noqa: F401 - fixtures
 from tests.wikidata.replay_server import ReplayWikidata, Reply
-from tests.wikidata.test_facts import CLOSED_PORT_URL, P31_GUID, Q42_VECTOR_HIT
+from tests.wikidata.test_facts import CLOSED_PORT_URL, P31_GUID, Q42_KEYWORD_HIT, Q42_VECTOR_HIT
 
 pytestmark = pytest.mark.django_db
 
@@ -77,6 +78,33 @@ def test_a_named_claim_the_packs_hold_close_evidence_on_is_not_put_to_wikidata(
     # A named claim the packs know nothing close to is still put to Wikidata.
     services.claim_verify(claim="Douglas Adams was a human.")
     assert FactRun.objects.count() == 1
+
+
+def test_a_verification_does_not_wait_for_a_vector_slot_it_searches_by_keyword(
+    q42: ReplayWikidata, settings
+) -> None:
+    settings.WIKIDATA_VECTOR_INTERVAL_SECONDS = 2.0  # the product's budget (the replay barely spaces)
+    vector_budget = clients.upstream_limiter(vectordb.UPSTREAM)
+    vector_budget.reset()
+    while vector_budget.try_acquire():  # the vector database's burst spent: the next slot is ~2 s away
+        pass
+    q42.script("/w/api.php", Reply(body=Q42_KEYWORD_HIT))
+
+    verification = services.claim_verify(claim="Douglas Adams was a human.")
+
+    assert q42.made("/item/query/") == []
+    run = FactRun.objects.get()
+    search = next(step for step in run.steps if step["name"] == "search")
+    assert search["detail"] == {"via": "keyword", "phrase": "Douglas Adams", "hits": 1}
+    assert re.fullmatch(
+        r"the vector database was not asked: the Wikidata vector database had no free slot \(the next in "
+        r"\d\.\d s\), and a caller who is waiting for an answer does not wait for one",
+        search["fallback"],
+    ), search["fallback"]
+    assert verification.verdict == "supported" and verification.wikidata[0]["claimGuid"] == P31_GUID
+    assert (run.degraded, verification.degraded) == (False, False)
+    # Not a refusal the rate-limit alert would count: the caller went another way.
+    assert not UpstreamRequest.objects.filter(upstream=vectordb.UPSTREAM).exists()
 
 
 def test_a_false_entity_claim_is_contradicted_with_the_statement_as_correction(q42: ReplayWikidata) -> None:
