@@ -146,7 +146,9 @@ def test_writes_federation_and_remote_graphs_are_refused_and_nothing_is_fetched(
 
 def test_a_cartesian_product_without_limit_is_capped_fast(ontology: None) -> None:
     started = time.monotonic()
-    answer = query("SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }")
+    # Subjects only: with every column (long literals among the objects) the rows can pass the 1 MB
+    # byte cap before the row cap, depending on which triples the graph yields first.
+    answer = query("SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }")
     assert time.monotonic() - started < 5
     assert answer["success"] is True
     assert answer["result"]["row_count"] == ROW_CAP and answer["result"]["truncated"] is True
