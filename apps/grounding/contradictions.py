@@ -53,7 +53,9 @@ _UNITS = {
     "individuals": ("count-people", 1), "people": ("count-people", 1), "million": ("money-million", 1),
 }  # fmt: skip
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-_NUMBER = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+# "1,209,600 seconds" is one number (thousands groups), not "209,600 seconds".
+_NUMBER_WORD_ALTERNATIVES = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_NUMBER = r"(\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:[.,]\d+)?|" + _NUMBER_WORD_ALTERNATIVES + r")"
 _QUANTITY_RE = re.compile(
     rf"(?<![\w.]){_NUMBER}(?:-|\s+)?(?:{'|'.join(['more', 'additional'])}\s+)?({_UNIT_PATTERN})\b", re.I
 )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from apps.grounding.contradictions import (
     _NUMBER_WORDS,
+    _stem,
     content_words,
     name_tokens,
     negated_words,
@@ -267,6 +268,7 @@ class Parts:
 
     substituted: tuple[str, ...] = ()  # claim words where the evidence has another word in their place
     scope: tuple[str, ...] = ()  # ranking, ordering or bounding words of the claim the evidence lacks
+    unbound: tuple[str, ...] = ()  # claim parts the evidence states, but of another thing it names
 
     def missing(self, min_coverage: float) -> list[str]:
         """The parts not stated, named for a reader ("the number 30", "what it asserts: …")."""
@@ -277,6 +279,8 @@ class Parts:
             parts.append("; ".join(self.substituted))
         if self.scope:
             parts.append("the words that rank or bound it (" + ", ".join(self.scope) + ")")
+        if self.unbound:
+            parts.append("; ".join(self.unbound))
         if self.coverage < min_coverage:
             parts.append("what it asserts (" + ", ".join(self.words) + ")")
         if not self.polarity:
@@ -314,6 +318,7 @@ def claim_parts(claim: str, sentence: str, context: str) -> Parts:
         details=tuple(dict.fromkeys((*unstated_details(claim, stated), *capitals, *numbers))),
         substituted=tuple(_substitutions(claim, sentence)),
         scope=tuple(sorted(_scope(claim) - lowered)),
+        unbound=tuple(unbound_parts(claim, sentence)),
         words=words,
         coverage=coverage,
         polarity=polarity,
@@ -380,3 +385,109 @@ def _scope(text: str) -> set[str]:
     with a thing ("no longer", "no later than" are a prohibition and a bound, not a comparison)."""
     text = modality_cues().prohibit.sub(" ", without_non_negations(text))
     return {word.lower() for word in _WORD_RE.findall(text)} & scope_words()
+
+
+# A sentence that sets two things side by side ("select_related() … a SQL join, while prefetch_related()
+# … a separate lookup"; "gzip is defined in RFC 1952 and Brotli … in RFC 7932"; "the inclusive method,
+# which includes …, or the carve-out method, which excludes …") holds every word of a claim that mixes
+# them up. Its clauses are read apart: at sentence ends, semicolons, colons, contrasts, ", or", ", not a"
+# ("an opinion, not a certification"; "not later than" is a bound), ", and", and an "and" that starts a
+# new name. A clause opened by a contrast, an alternative or a "not a" is the other side.
+_CONTRAST = r"but|whereas|while|versus|vs\.|rather than|instead of|unlike"
+_BINDING_RE = re.compile(
+    r"(?<=[.!?])\s+(?=[A-Z0-9])|;|:(?=\s)"
+    rf"|,?\s+(?=(?i:{_CONTRAST})\s)|,\s*(?=(?i:or|not an?|not the)\s)|,\s*(?i:and)\s+|\s+and\s+(?=[A-Z])"
+)
+_OTHER_SIDE_RE = re.compile(rf"(?:{_CONTRAST}|or|not an?|not the)\s", re.I)
+#: The most words a piece of a sentence has that is a name in a list rather than a clause.
+MAX_FRAGMENT_WORDS = 3
+_DIGITS_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+
+
+@functools.lru_cache(maxsize=4096)
+def _binding_clauses(text: str) -> tuple[tuple[str, bool], ...]:
+    """The clauses of ``text`` for binding, each with whether it is the other side of a contrast."""
+    clauses: list[tuple[str, bool]] = []
+    fragment = ""
+    for piece in (piece.strip() for piece in _BINDING_RE.split(text) if piece and piece.strip()):
+        part = f"{fragment} {piece}" if fragment else piece
+        # A few words are a name in a list ("TLS 1.0 and TLS 1.1 are deprecated"), not a clause: read with
+        # the next piece (the last with the one before).
+        if len(_WORD_RE.findall(part)) <= MAX_FRAGMENT_WORDS:
+            fragment = part
+            continue
+        fragment = ""
+        clauses.append((part, _OTHER_SIDE_RE.match(part) is not None))
+    if fragment:
+        if clauses:
+            last, other_side = clauses.pop()
+            clauses.append((f"{last} {fragment}", other_side))
+        else:
+            clauses.append((fragment, False))
+    return tuple(clauses)
+
+
+@functools.lru_cache(maxsize=8192)
+def _numbers(text: str) -> frozenset[str]:
+    """The numbers of ``text``, in digits ("two" is "2", "1,209,600" is "1209600")."""
+    found = {match.group(0).replace(",", "") for match in _DIGITS_RE.finditer(text)}
+    # "one" is as often a pronoun ("a required one", "one of them") as a number: digits say "1".
+    words = (word.lower() for word in _NUMBER_WORD_RE.findall(text))
+    found |= {str(_NUMBER_WORDS[word]) for word in words if word != "one"}
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=8192)
+def _bound_words(text: str) -> frozenset[str]:
+    """What a clause is about and asserts: its names and content words, less cue words and bare numbers."""
+    return frozenset(term for term in _terms(text) if term not in _cue_words())
+
+
+def unbound_parts(claim: str, sentence: str) -> list[str]:
+    """The parts of the claim that ``sentence`` states, but of another thing it names: each claim clause is
+    read against the evidence clause that shares most of its words (a later one on a tie: the first
+    clause, which often names the subject of all, is read with every clause anyway). Its numbers must
+    be the ones that clause (or the first) states, and none of its words may come only from the other
+    side of a contrast."""
+    clauses = _binding_clauses(sentence)
+    if len(clauses) < 2:
+        return []
+    stated_numbers = _numbers(sentence)
+    found: list[str] = []
+    for claim_clause, _ in _binding_clauses(claim):
+        words = _bound_words(claim_clause)
+        weights = [shared_weight(words, _bound_words(text)) for text, _ in clauses]
+        best_weight = max(weights)
+        if best_weight < MIN_SHARED_TOPIC + 1:
+            continue
+        best = max(range(len(clauses)), key=lambda index: (weights[index], index))
+        numbers = _numbers(claim_clause) & stated_numbers
+        # The clause that says what the claim says, with the subject the first clause names for all
+        # ("RFC 9110 defines …, and defines PUT, DELETE … as idempotent").
+        own = _numbers(clauses[best][0]) | _numbers(clauses[0][0])
+        if own:
+            # It states numbers of its own: the claim's must be among them ("EUR 20 million or 4 % …;
+            # a lower tier of EUR 10 million or 2 %" does not state "EUR 20 million or 2 %").
+            bound = numbers <= own
+        else:
+            # A first clause that introduces a list ("… gives minimum parameters: Argon2id with 19 MiB …;
+            # bcrypt with a work factor of 10 …"): the numbers stand together in one item that shares a
+            # word with the claim, not on the other side of a contrast.
+            bound = any(
+                numbers <= _numbers(text) and weight >= 1 and not contrast
+                for (text, contrast), weight in zip(clauses, weights, strict=True)
+            )
+        if numbers and not bound:
+            found.append(f"the numbers {', '.join(sorted(numbers))} for this (the evidence gives them to another thing)")
+        # Here cue words count too: "an addressable specification rather than a required one" says
+        # "required" of the other side.
+        home = _terms(clauses[best][0]) | _terms(clauses[0][0])
+        other_side = set().union(*(_terms(text) for text, contrast in clauses if contrast))
+        # What the claim itself denies is the other side in the claim too ("so it is not a certification").
+        crossed = sorted((_terms(claim_clause) - home - negated_words(claim_clause)) & other_side)
+        if crossed:
+            written = {_stem(word.lower()): word for word in _WORD_RE.findall(claim_clause)}
+            shown = ", ".join(written.get(term, term) for term in crossed)
+            found.append(f"{shown} of this (the evidence says it of the other side)")
+    return found

@@ -152,6 +152,11 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
             "Encryption of ePHI is an addressable implementation specification rather than a required one.",
         ),
         ("RFC 9113 obsoletes RFC 7540.", "HTTP/2 is specified in RFC 9113, which obsoletes RFC 7540."),
+        # A number with thousands groups is one number ("1,209,600 seconds" was read as "209,600 seconds").
+        (
+            "The session cookie lasts two weeks, which is 1,209,600 seconds.",
+            "The session cookie lasts 1209600 seconds, which is two weeks.",
+        ),
     ],
 )
 def test_agreement_in_other_words_is_not_a_contradiction(claim: str, evidence: str) -> None:
