@@ -479,7 +479,8 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
                 for (text, contrast), weight in zip(clauses, weights, strict=True)
             )
         if numbers and not bound:
-            found.append(f"the numbers {', '.join(sorted(numbers))} for this (the evidence gives them to another thing)")
+            shown = ", ".join(sorted(numbers))
+            found.append(f"the numbers {shown} for this (the evidence gives them to another thing)")
         # Here cue words count too: "an addressable specification rather than a required one" says
         # "required" of the other side.
         home = _terms(clauses[best][0]) | _terms(clauses[0][0])

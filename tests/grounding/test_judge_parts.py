@@ -164,31 +164,35 @@ def test_a_plain_statement_taking_the_evidences_side_states_its_prohibition() ->
         (
             "A diesel engine needs four litres of oil.",
             "A diesel engine takes two litres of oil, versus four litres for a petrol engine.",
-            ["the numbers 4 for this (the evidence gives them to another thing)",
-             "four of this (the evidence says it of the other side)"],
+            [
+                "the numbers 4 for this (the evidence gives them to another thing)",
+                "four of this (the evidence says it of the other side)",
+            ],
         ),
         (
             "The guide considers a lawn height of 8 centimetres the minimum for clover.",
-            "The guide gives minimum heights: rye with 4 cm and a spread of 8; clover with a height of 10 cm.",
+            "The guide gives minimum heights: rye with 4 cm and a spread of 8; "
+            "clover with a height of 10 cm.",
             ["the numbers 8 for this (the evidence gives them to another thing)"],
         ),
         (
             "The large box holds 20 kilograms or 2 litres, whichever is more.",
-            "The large box holds 20 kilograms or 4 litres, whichever is more; the small box holds 10 kilograms "
-            "or 2 litres.",
+            "The large box holds 20 kilograms or 4 litres, whichever is more; "
+            "the small box holds 10 kilograms or 2 litres.",
             ["the numbers 2, 20 for this (the evidence gives them to another thing)"],
         ),
         (
             "Basil, which cooks call the king of herbs, is listed in catalogue 1952.",
-            "Kitchen gardens mix herbs and vegetables in raised beds; parsley is listed in catalogue 1952 and "
-            "Basil, called the king of herbs by cooks, in catalogue 7932.",
+            "Kitchen gardens mix herbs and vegetables in raised beds; "
+            "parsley is listed in catalogue 1952 and Basil, called the king of herbs by cooks, "
+            "in catalogue 7932.",
             ["the numbers 1952 for this (the evidence gives them to another thing)"],
         ),
         # Words from the other side of a contrast.
         (
             "Under the loan scheme, the borrower's tools are covered by the insurance.",
-            "A workshop lends tools either with the rental scheme, which covers the borrower's tools under its "
-            "insurance, or with the loan scheme, which leaves them out of it.",
+            "A workshop lends tools either with the rental scheme, which covers the borrower's tools "
+            "under its insurance, or with the loan scheme, which leaves them out of it.",
             ["loan of this (the evidence says it of the other side)"],
         ),
         (
@@ -211,10 +215,11 @@ def test_a_plain_statement_taking_the_evidences_side_states_its_prohibition() ->
         ),
         (
             "A warranty card is a promise by the maker, so it is not an insurance.",
-            "A warranty card is a written promise issued by the maker; it contains a promise, not an insurance.",
+            "A warranty card is a written promise issued by the maker; "
+            "it contains a promise, not an insurance.",
             [],
         ),
-        ("Parsley and chives grow in shade.", "Parsley and chives grow in shade and must be watered daily.", []),
+        ("Parsley and chives grow in shade.", "Parsley and chives grow in shade and need water daily.", []),
     ],
 )
 def test_parts_given_to_another_thing_are_not_stated(claim: str, evidence: str, unbound: list[str]) -> None:
