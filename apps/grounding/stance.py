@@ -455,7 +455,10 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
         return []
     stated_numbers = _numbers(sentence)
     found: list[str] = []
-    for claim_clause, _ in _binding_clauses(claim):
+    for claim_clause, claim_contrast in _binding_clauses(claim):
+        if claim_contrast:
+            # The claim's own other side ("… addressable rather than a required one") is the evidence's.
+            continue
         words = _bound_words(claim_clause)
         weights = [shared_weight(words, _bound_words(text)) for text, _ in clauses]
         best_weight = max(weights)
@@ -485,6 +488,7 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
         # "required" of the other side.
         home = _terms(clauses[best][0]) | _terms(clauses[0][0])
         other_side = set().union(*(_terms(text) for text, contrast in clauses if contrast))
+        other_side -= set().union(*(_terms(text) for text, contrast in clauses if not contrast))
         # What the claim itself denies is the other side in the claim too ("so it is not a certification").
         crossed = sorted((_terms(claim_clause) - home - negated_words(claim_clause)) & other_side)
         if crossed:
