@@ -28,6 +28,8 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from apps.grounding.judge_words import negative_verbs
+
 Signal = dict[str, str]
 
 _NUMBER_WORDS = {
@@ -84,7 +86,7 @@ _COMPLEXITY_RE = re.compile(r"\b[OΩΘ]\(\s*([^)]*?)\s*\)")
 # "no" is not negation inside a name ("no-store", "no-cache").
 _NEGATION_RE = re.compile(
     r"\b(not|never|no longer|cannot|can't|don't|doesn't|isn't|aren't|wasn't|won't|mustn't|shouldn't|"
-    r"neither|nor|prohibit(?:s|ed)?|forbid(?:s|den)?|no)(?![\w-])",
+    r"neither|nor|nothing|prohibit(?:s|ed)?|forbid(?:s|den)?|no)(?![\w-])",
     re.I,
 )
 # Phrases with a negative word that bound a quantity or add emphasis rather than negate the statement.
@@ -93,6 +95,9 @@ _NOT_NEGATIONS_RE = re.compile(
     r"\bif not\b|\bnot exceed(?:ing)?\b|\bno matter\b|\bin no case\b|\bno (?:more|less) than\b",
     re.I,
 )
+# A negative word written as a name inside a sentence names something ("403 Forbidden", "Do Not Track"); in
+# capitals it is still a negation ("MUST NOT").
+_NAMED_NEGATION_RE = re.compile(r"(?<=[\w)\]] )(?:Forbidden|Prohibited|Not|No|Never|Nor)\b")
 # Words that deny what follows without negating the statement ("addressable rather than required").
 _DENIES_FOLLOWING_RE = re.compile(r"\b(?:rather than|instead of)\b", re.I)
 # A contrast at the end of a clause denies the second term but asserts the clause ("encryption is an
@@ -237,13 +242,14 @@ def _qualified_complexity_clash(claim: str, evidence: str) -> Signal | None:
 
 
 def without_non_negations(text: str) -> str:
-    """``text`` without the phrases whose negative word bounds or stresses ("no later than", "not only")."""
-    return _NOT_NEGATIONS_RE.sub(" ", text)
+    """``text`` without the phrases whose negative word bounds or stresses ("no later than", "not only") and
+    the negative words that are names ("403 Forbidden")."""
+    return _NAMED_NEGATION_RE.sub(" ", _NOT_NEGATIONS_RE.sub(" ", text))
 
 
 def negated(text: str) -> bool:
     """Whether the statement of ``text`` is negated."""
-    return bool(_NEGATION_RE.search(_CONTRAST_RE.sub(" ", _NOT_NEGATIONS_RE.sub(" ", text))))
+    return bool(_NEGATION_RE.search(_CONTRAST_RE.sub(" ", without_non_negations(text))))
 
 
 def _has(term: str, text: str) -> bool:
@@ -340,13 +346,19 @@ def _complexity_clashes(claim: str, evidence: str) -> list[Signal]:
     return []
 
 
+def _negative(clause: str) -> bool:
+    """Whether a clause says something is not so: a negation, or a negative verb ("bypasses the save()
+    method", "outside a closed ecosystem"), but not both ("does not bypass" affirms)."""
+    return negated(clause) != bool(negative_verbs().search(clause))
+
+
 def _clause_polarity_flip(claim: str, evidence: str) -> Signal | None:
     """Polarity and modality compared clause by clause: a claim clause against the evidence clause sharing
     most of its words, so a "not" elsewhere in a long sentence does not count."""
     for claim_clause, evidence_clause in aligned_clauses(claim, evidence):
         if not _same_names(claim_clause, evidence_clause):
             continue
-        if negated(claim_clause) != negated(evidence_clause) and not _negates_alike(
+        if _negative(claim_clause) != _negative(evidence_clause) and not _negates_alike(
             claim_clause, evidence_clause, claim, evidence
         ):
             return {
@@ -477,7 +489,7 @@ def aligned_clauses(claim: str, evidence: str) -> list[tuple[str, str]]:
 
 
 def _negation(text: str) -> str:
-    return _first(_NEGATION_RE, _NOT_NEGATIONS_RE.sub(" ", text)) or "(affirmative)"
+    return _first(_NEGATION_RE, without_non_negations(text)) or "(affirmative)"
 
 
 #: How many content words after a negation it is taken to negate ("must not negotiate these versions").
@@ -488,7 +500,7 @@ _SCOPE_END_RE = re.compile(r"[,;:.!?()]")
 def _negation_scopes(text: str, *, denials: bool = True) -> list[tuple[str, list[str]]]:
     """Each negation in ``text`` and the content words it applies to: the next few, up to the clause's
     end ("no comparison-based sort can" → compar, bas, sort)."""
-    text = _NOT_NEGATIONS_RE.sub(" ", text)
+    text = without_non_negations(text)
     scopes = []
     cues = [*_NEGATION_RE.finditer(text), *(_DENIES_FOLLOWING_RE.finditer(text) if denials else ())]
     for match in cues:

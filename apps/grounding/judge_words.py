@@ -92,3 +92,9 @@ def modality_cues() -> ModalityCues:
 def scope_words() -> frozenset[str]:
     """Words that rank, order, count or bound what a sentence says ("only", "first", "higher")."""
     return frozenset(judge_words()["scope"]["words"])
+
+
+@functools.cache
+def negative_verbs() -> re.Pattern[str]:
+    """Words that say a thing is not done or not there without a "not" ("bypasses", "outside")."""
+    return _phrases(judge_words()["negative_verbs"]["words"])

@@ -372,7 +372,8 @@ def claim_judge_local(*, claim: str, domain: str | None, agents: Sequence[Ground
             top[0].entry.domain.name if top else routed,
             _evidence_order(known[hit.entry.pk] for hit in top),
         )
-        if wider.verdict != Verdict.UNVERIFIED or routed is None:
+        # Both abstain: the one read on the closer evidence says more (its leaning, what it rests on).
+        if wider.verdict != Verdict.UNVERIFIED or routed is None or _top(wider) > _top(outcome):
             outcome = wider
     if outcome.verdict == Verdict.UNVERIFIED and names_entity(claim):
         if _packs_speak_to(outcome):
@@ -381,6 +382,10 @@ def claim_judge_local(*, claim: str, domain: str | None, agents: Sequence[Ground
         # Not the curated knowledge's subject: a claim about a named entity is checked on Wikidata.
         return _wikidata_judged(claim, claim_vector, local=outcome)
     return outcome
+
+
+def _top(outcome: Outcome) -> float:
+    return outcome.evidence[0].similarity if outcome.evidence else 0.0
 
 
 PACKS_SPEAK_NOTE = (

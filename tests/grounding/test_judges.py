@@ -142,7 +142,7 @@ def test_hash_passwords_with_md5_is_never_supported_it_leans_contradicted_on_sec
 
 def test_use_bcrypt_scrypt_or_argon2_is_stated_by_sec_022_part_by_part(shipped_packs: None) -> None:
     """The second "Why": SEC-022 states every part (the names, storing passwords, the recommendation).
-    The calibration sets' claims on that basis were supported 17 times in 27, short of the 0.7 a decisive
+    The calibration sets' claims on that basis were supported 34 times in 50, short of the 0.7 a decisive
     verdict needs, so it is unverified leaning supported on SEC-022 — never contradicted."""
     result = services.verification_result(
         verification=services.claim_verify(claim="Use bcrypt, scrypt or Argon2 to store passwords.")
@@ -154,6 +154,21 @@ def test_use_bcrypt_scrypt_or_argon2_is_stated_by_sec_022_part_by_part(shipped_p
         "SEC-022 states every part of the claim (its numbers and names, what it asserts, its polarity and "
         "modality): The OWASP Password Storage Cheat Sheet recommends storing passwords"
     )
+
+
+def test_an_abstention_rests_on_the_closest_evidence_of_any_domain(shipped_packs: None) -> None:
+    """The claim is routed to security (the keywords "header", "server"), where nothing is near it; the
+    technology entry TECH-025 says it in other words. Both domains abstain, and the abstention read on
+    the closer evidence is the answer: leaning supported on TECH-025, not "nothing is about this"."""
+    result = services.verification_result(
+        verification=services.claim_verify(
+            claim="A 401 Unauthorized response must carry a WWW-Authenticate header, whereas a 403 signals "
+            "that the server got the request fine but declines to fulfil it."
+        )
+    )
+    assert (result["verdict"], result["leaning"]) == (Verdict.UNVERIFIED, Verdict.SUPPORTED)
+    assert result["judge"]["basis"] == "unverified:leaning"
+    assert result["sources"][0]["entry_id"] == "TECH-025"
 
 
 def test_session_cookies_secure_and_httponly_is_not_stated_by_any_entry(shipped_packs: None) -> None:

@@ -123,6 +123,12 @@ def earned(settings, tmp_path: Path) -> None:
             "Quicksort is O(n log n) on average but O(n^2) in the worst case.",
             "complexity",
         ),
+        # A "not" with a negative verb affirms: "does not stop" against "stops".
+        (
+            "The garage door sensor does not stop the door from closing on an obstacle.",
+            "The garage door sensor stops the door from closing on an obstacle.",
+            "negation",
+        ),
     ],
 )
 def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: str) -> None:
@@ -152,6 +158,21 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
             "Encryption of ePHI is an addressable implementation specification rather than a required one.",
         ),
         ("RFC 9113 obsoletes RFC 7540.", "HTTP/2 is specified in RFC 9113, which obsoletes RFC 7540."),
+        # A negative verb says what a "not" says ("bypasses" / "does not use", "outside" / "not part of").
+        ("The rinse cycle bypasses the heater entirely.", "The rinse cycle does not use the heater at all."),
+        (
+            "Parcels sent outside the delivery zone must carry a customs form.",
+            "Parcels sent to addresses that are not part of the delivery zone must carry a customs form.",
+        ),
+        # "nothing" negates; a negative word written as a name is a name ("Not Modified", "403 Forbidden").
+        (
+            "If nothing changed, the bakery reuses yesterday's list.",
+            "If the stock has not changed, the bakery reuses yesterday's list (a Not Modified slip).",
+        ),
+        (
+            "A 403 slip means the clerk understood the order and refuses it.",
+            "A 403 Forbidden slip means the clerk understood the order but refuses to fill it.",
+        ),
         # A number with thousands groups is one number ("1,209,600 seconds" was read as "209,600 seconds").
         (
             "The session cookie lasts two weeks, which is 1,209,600 seconds.",
