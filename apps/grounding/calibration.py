@@ -6,10 +6,11 @@ many times — ``contradicted:exact`` (a number, identifier or complexity that d
 ``contradicted:prohibited`` (a prohibited or negated action the claim recommends or allows: modal,
 stance), ``contradicted:swapped``, ``contradicted:wording`` (a negation or opposite term),
 ``supported:stated`` (one sentence states every part of the claim; similarity is never a basis),
-``unverified:unrelated``, ``unverified:undecided``, ``unverified:unstated``, ``unverified:leaning``, and
-the Wikidata ones. The calibration table counts,
-per basis, the true verdicts of the calibration claims judged on it (``config/grounding/
-calibration.json``, written by ``python -m bench grounding --calibrate`` from the calibration set only).
+``unverified:unrelated``, ``unverified:undecided``, ``unverified:covered`` (undecided, but the related
+entries say most of what the claim asserts), ``unverified:unstated``, ``unverified:leaning``, and the
+Wikidata ones. The calibration table counts, per basis, the true verdicts of the calibration claims judged
+on it (``config/grounding/calibration.json``, written by ``manage.py grounding calibrate`` from the
+calibration sets only).
 
 The confidence of a verdict is then the share of its basis's claims that had that verdict, smoothed
 towards a third each (add one to every count), so a basis seen twice cannot claim certainty; for an
