@@ -21,7 +21,9 @@ import re
 from dataclasses import dataclass
 
 from apps.grounding.contradictions import (
+    _NUMBER_WORD_ALTERNATIVES,
     _NUMBER_WORDS,
+    MIN_SHARED_WORDS,
     _stem,
     content_words,
     name_tokens,
@@ -402,7 +404,7 @@ _OTHER_SIDE_RE = re.compile(rf"(?:{_CONTRAST}|or|not an?|not the)\s", re.I)
 #: The most words a piece of a sentence has that is a name in a list rather than a clause.
 MAX_FRAGMENT_WORDS = 3
 _DIGITS_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
-_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+_NUMBER_WORD_RE = re.compile(rf"\b({_NUMBER_WORD_ALTERNATIVES})\b", re.I)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -462,7 +464,7 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
         words = _bound_words(claim_clause)
         weights = [shared_weight(words, _bound_words(text)) for text, _ in clauses]
         best_weight = max(weights)
-        if best_weight < MIN_SHARED_TOPIC + 1:
+        if best_weight < MIN_SHARED_WORDS:  # about something else: nothing to bind
             continue
         best = max(range(len(clauses)), key=lambda index: (weights[index], index))
         numbers = _numbers(claim_clause) & stated_numbers
