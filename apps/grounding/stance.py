@@ -456,6 +456,10 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
     if len(clauses) < 2:
         return []
     stated_numbers = _numbers(sentence)
+    # Words only the other side of a contrast says (cue words too: "an addressable specification rather
+    # than a required one" says "required" of the other side).
+    other_side = set().union(*(_terms(text) for text, contrast in clauses if contrast))
+    other_side -= set().union(*(_terms(text) for text, contrast in clauses if not contrast))
     found: list[str] = []
     for claim_clause, claim_contrast in _binding_clauses(claim):
         if claim_contrast:
@@ -486,11 +490,7 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
         if numbers and not bound:
             shown = ", ".join(sorted(numbers))
             found.append(f"the numbers {shown} for this (the evidence gives them to another thing)")
-        # Here cue words count too: "an addressable specification rather than a required one" says
-        # "required" of the other side.
         home = _terms(clauses[best][0]) | _terms(clauses[0][0])
-        other_side = set().union(*(_terms(text) for text, contrast in clauses if contrast))
-        other_side -= set().union(*(_terms(text) for text, contrast in clauses if not contrast))
         # What the claim itself denies is the other side in the claim too ("so it is not a certification").
         crossed = sorted((_terms(claim_clause) - home - negated_words(claim_clause)) & other_side)
         if crossed:
