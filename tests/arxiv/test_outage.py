@@ -80,6 +80,7 @@ def refused(settings) -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     settings.ARXIV_API_URL = f"http://127.0.0.1:{port}/api/query"
+    settings.ARXIV_MIN_INTERVAL_SECONDS = 0.05
     settings.ARXIV_BACKOFF_BASE_SECONDS = 0.01
     settings.ARXIV_BACKOFF_MAX_SECONDS = 0.05
     arxiv_limiter().reset()
