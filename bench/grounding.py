@@ -2,15 +2,17 @@
 tuned on: decisive precision ≥ 0.90, wrong verdicts at or above the review threshold ≤ 5 % of claims, at
 least 20 % of claims decided, p95 < 50 ms per claim with the local judge).
 
-Six sets in ``tests/data/`` (its README says how each was written and what it may be used for):
+The claim sets in ``tests/data/`` (its README says how each was written and what it may be used for):
 
 * ``grounding_claims.jsonl`` — the checker was developed on it;
 * ``grounding_claims_holdout.jsonl`` — written blind, then studied: a second development set;
 * ``grounding_claims_calibration.jsonl`` and ``grounding_claims_calibration2.jsonl`` — written blind,
   the calibration sets until their misjudged claims were studied for the binding rules (issue #24's
   third stop): development sets now;
-* ``grounding_claims_calibration3.jsonl`` … ``grounding_claims_calibration6.jsonl`` — written blind,
-  after those rules; the confidence calibration is fitted on the four together
+* ``grounding_claims_development5.jsonl`` — written blind, for issue #24's fourth stop, and studied
+  from the start: a fifth development set;
+* ``grounding_claims_calibration3.jsonl`` … ``grounding_claims_calibration8.jsonl`` — written blind,
+  after the rules they are judged with; the confidence calibration is fitted on the six together
   (``manage.py grounding calibrate``), so their figures are in-sample;
 * ``grounding_claims_blind2.jsonl`` and ``grounding_claims_blind3.jsonl`` — written blind to the checker
   and every other set, used for nothing but this bench, and only ever scored as a whole: the honest
@@ -57,10 +59,12 @@ HOLDOUT = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_holdout
 # so they are development sets now.
 CALIBRATION = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_calibration.jsonl"
 CALIBRATION2 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_calibration2.jsonl"
-# Written blind after the rules were; the confidence table is fitted on the four together, nothing else is.
+# Written blind and studied from the start (issue #24's fourth stop).
+DEVELOPMENT5 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_development5.jsonl"
+# Written blind after the rules were; the confidence table is fitted on the six together, nothing else is.
 FITTED_ON = [
     Path(settings.BASE_DIR) / "tests" / "data" / f"grounding_claims_calibration{number}.jsonl"
-    for number in (3, 4, 5, 6)
+    for number in (3, 4, 5, 6, 7, 8)
 ]
 # Written blind to the checker's code and to the other sets, and only ever scored as a whole: the honest
 # figure. Never look at its misjudged claims, never fit anything on it.
@@ -165,7 +169,8 @@ def run(report) -> None:
         "grounding.holdout": _read(HOLDOUT),
         "grounding.calibration(studied)": _read(CALIBRATION),
         "grounding.calibration2(studied)": _read(CALIBRATION2),
-        "grounding.calibration3-6(fitted on)": [claim for path in FITTED_ON for claim in _read(path)],
+        "grounding.development5(studied)": _read(DEVELOPMENT5),
+        "grounding.calibration3-8(fitted on)": [claim for path in FITTED_ON for claim in _read(path)],
         "grounding.blind2": _read(BLIND),
     }
     if BLIND3.exists():

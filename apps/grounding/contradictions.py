@@ -28,7 +28,7 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from apps.grounding.judge_words import negative_verbs
+from apps.grounding.judge_words import negative_verbs, opposite_bases, word_base
 
 Signal = dict[str, str]
 
@@ -281,6 +281,7 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
         _denied_category,
         _swapped_names,
         _opposite_terms,
+        _opposite_in_aligned_clause,
         _clause_polarity_flip,
         _negated_head_stated,
     ):
@@ -467,6 +468,52 @@ _FUNCTION_WORDS = frozenset(
         "each",
     }
 )
+
+
+_WORD_TOKEN_RE = re.compile(r"[a-z][a-z'-]*[a-z]")
+
+
+@functools.lru_cache(maxsize=4096)
+def word_bases(text: str) -> dict[str, str]:
+    """Each word base of ``text`` (``judge_words.word_base``) with the word it came from; a hyphenated
+    word's parts too, unless the whole word is one of the opposites ("non-blocking" is not "blocking")."""
+    opposites = opposite_bases()
+    bases: dict[str, str] = {}
+    for token in _WORD_TOKEN_RE.findall(text.lower()):
+        whole = word_base(token)
+        bases.setdefault(whole, token)
+        if "-" in token and whole not in opposites:
+            for part in token.split("-"):
+                if part:
+                    bases.setdefault(word_base(part), part)
+    return bases
+
+
+def opposed_words(claim: str, evidence: str) -> list[tuple[str, str]]:
+    """The words of ``claim`` whose opposite ``evidence`` says in their place: "increases" against
+    "reduced" (neither text says both words of the pair)."""
+    mine, theirs = word_bases(claim), word_bases(evidence)
+    opposites = opposite_bases()
+    return [
+        (word, theirs[other])
+        for base, word in sorted(mine.items())
+        if base not in theirs
+        for other in sorted(opposites.get(base, frozenset()))
+        if other in theirs and other not in mine
+    ]
+
+
+def _opposite_in_aligned_clause(claim: str, evidence: str) -> Signal | None:
+    """The evidence clause that says the rest of a claim clause says the opposite of one of its words
+    ("a CDN increases the latency" against "a CDN reduces the latency"). Only clauses that share most of
+    their words are compared, so an opposite word about something else in the entry does not count; a
+    negated clause is left to the negation checks ("does not increase" is not "reduces")."""
+    for claim_clause, evidence_clause in aligned_clauses(claim, evidence):
+        if negated(claim_clause) or negated(evidence_clause):
+            continue
+        for mine, theirs in opposed_words(claim_clause, evidence_clause):
+            return {"type": "opposite", "claim": mine, "evidence": theirs}
+    return None
 
 
 def shared_weight(mine: AbstractSet[str], theirs: AbstractSet[str]) -> float:

@@ -98,3 +98,31 @@ def scope_words() -> frozenset[str]:
 def negative_verbs() -> re.Pattern[str]:
     """Words that say a thing is not done or not there without a "not" ("bypasses", "outside")."""
     return _phrases(judge_words()["negative_verbs"]["words"])
+
+
+#: Endings taken off a word before it is compared with the opposites: "increases", "increased",
+#: "increasing" and "increase" share one base; "-ies"/"-ied" end in "y" ("denies" → "deny").
+_ENDINGS = ("ing", "ed", "es", "s", "e")
+MIN_BASE_LETTERS = 3
+
+
+@functools.lru_cache(maxsize=16384)
+def word_base(word: str) -> str:
+    """The base a word is matched on against the opposites list (crude, and the same on both sides)."""
+    word = word.lower()
+    if len(word) > MIN_BASE_LETTERS + 3 and word.endswith(("ies", "ied")):
+        return word[:-3] + "y"
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= MIN_BASE_LETTERS:
+            return word[: -len(ending)]
+    return word
+
+
+@functools.cache
+def opposite_bases() -> dict[str, frozenset[str]]:
+    """Each word base of the opposites list with the bases of its opposites (both ways)."""
+    found: dict[str, set[str]] = {}
+    for left, right in judge_words()["opposites"]["pairs"]:
+        found.setdefault(word_base(left), set()).add(word_base(right))
+        found.setdefault(word_base(right), set()).add(word_base(left))
+    return {base: frozenset(others) for base, others in found.items()}

@@ -28,6 +28,7 @@ from apps.grounding.contradictions import (
     content_words,
     name_tokens,
     negated_words,
+    opposed_words,
     shared_weight,
     unstated_details,
     without_non_negations,
@@ -318,9 +319,15 @@ def claim_parts(claim: str, sentence: str, context: str) -> Parts:
     )
     return Parts(
         details=tuple(dict.fromkeys((*unstated_details(claim, stated), *capitals, *numbers))),
-        substituted=tuple(_substitutions(claim, sentence)),
+        substituted=(
+            *_substitutions(claim, sentence),
+            *(
+                f"“{mine}” where the evidence says the opposite, “{theirs}”"
+                for mine, theirs in opposed_words(claim, sentence)
+            ),
+        ),
         scope=tuple(sorted(_scope(claim) - lowered)),
-        unbound=tuple(unbound_parts(claim, sentence)),
+        unbound=(*unbound_parts(claim, sentence), *misplaced_numbers(claim, sentence)),
         words=words,
         coverage=coverage,
         polarity=polarity,
@@ -497,4 +504,82 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
             written = {_stem(word.lower()): word for word in _WORD_RE.findall(claim_clause)}
             shown = ", ".join(written.get(term, term) for term in crossed)
             found.append(f"{shown} of this (the evidence says it of the other side)")
+    return found
+
+
+# The finer pieces a number is read in: a sentence that gives numbers to several things ("deprecated in
+# Python 3.10 and removed from the standard library in Python 3.12"; "Cross-site Scripting ranked first,
+# Out-of-bounds Write second and SQL Injection third") says each number of the piece it stands in.
+_NUMBER_PIECE_RE = re.compile(
+    r",(?!\d)\s*|[;:]\s*|\s+(?:and|or|but|while|whereas|with)\s+|\s+\(|\)\s*|(?<=[.!?])\s+(?=[A-Z0-9])", re.I
+)
+_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+_ORDINAL_RE = re.compile(rf"\b(?:({'|'.join(_ORDINALS)})|(\d+)(?:st|nd|rd|th))\b", re.I)
+
+
+@dataclass(frozen=True)
+class _NumberPiece:
+    numbers: frozenset[str]  # its numbers in digits, and its ranks ("#2" for "second" or "2nd")
+    words: frozenset[str]  # what it is about (``_bound_words``)
+
+
+def _ranks(text: str) -> frozenset[str]:
+    return frozenset(
+        f"#{_ORDINALS[word.lower()] if word else digits}" for word, digits in _ORDINAL_RE.findall(text)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _number_pieces(text: str) -> tuple[_NumberPiece, ...]:
+    """``text`` in the pieces a number is read in; a piece of a few words joins the next (the last, the
+    one before)."""
+    pieces: list[str] = []
+    fragment = ""
+    for piece in (piece.strip() for piece in _NUMBER_PIECE_RE.split(text) if piece and piece.strip()):
+        part = f"{fragment} {piece}" if fragment else piece
+        if len(_WORD_RE.findall(part)) <= MAX_FRAGMENT_WORDS:
+            fragment = part
+            continue
+        fragment = ""
+        pieces.append(part)
+    if fragment:
+        pieces = [*pieces[:-1], f"{pieces[-1]} {fragment}"] if pieces else [fragment]
+    numbered = ((piece, _numbers(piece) | _ranks(piece)) for piece in pieces)
+    return tuple(_NumberPiece(numbers, _bound_words(piece) - numbers) for piece, numbers in numbered)
+
+
+def _shown(number: str) -> str:
+    return f"rank {number[1:]}" if number.startswith("#") else number
+
+
+def misplaced_numbers(claim: str, sentence: str) -> list[str]:
+    """The claim's numbers that ``sentence`` gives to another thing than the claim does: the piece of the
+    sentence that says what the claim's piece says holds another number, and the one that holds the
+    claim's number says less of it ("removed … in Python 3.10" against "deprecated in Python 3.10 and
+    removed … in Python 3.12")."""
+    numbered = [piece for piece in _number_pieces(sentence) if piece.numbers]
+    if len(numbered) < 2:
+        return []
+    claim_pieces = _number_pieces(claim)
+    claim_numbers = frozenset().union(*(piece.numbers for piece in claim_pieces))
+    found = []
+    for mine in claim_pieces:
+        for number in sorted(mine.numbers):
+            holding = [
+                shared_weight(mine.words, piece.words) for piece in numbered if number in piece.numbers
+            ]
+            if not holding:  # not stated at all: the numbers-and-names check says so
+                continue
+            elsewhere = [
+                (shared_weight(mine.words, piece.words), piece)
+                for piece in numbered
+                if not piece.numbers & claim_numbers
+            ]
+            weight, other = max(elsewhere, key=lambda item: item[0], default=(0.0, None))
+            if other is not None and weight >= MIN_SHARED_WORDS and weight > max(holding):
+                shown = ", ".join(sorted(_shown(number) for number in other.numbers))
+                found.append(f"{_shown(number)} for this (the evidence gives it {shown})")
     return found

@@ -16,6 +16,7 @@ from apps.grounding.stance import (
     Parts,
     claim_parts,
     imperative,
+    misplaced_numbers,
     modalities,
     modality_stated,
     stances,
@@ -224,3 +225,49 @@ def test_a_plain_statement_taking_the_evidences_side_states_its_prohibition() ->
 )
 def test_parts_given_to_another_thing_are_not_stated(claim: str, evidence: str, unbound: list[str]) -> None:
     assert unbound_parts(claim, evidence) == unbound
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "misplaced"),
+    [
+        # The piece that says what the claim says holds another number.
+        (
+            "The bakery started selling rye bread in 1998.",
+            "The bakery opened in 1998 and started selling rye bread in 2004.",
+            ["1998 for this (the evidence gives it 2004)"],
+        ),
+        # Ranks are numbers too.
+        (
+            "In the village show, the prize pumpkin from Ash Farm came second.",
+            "In the village show the marrow came first, the prize pumpkin from Ash Farm came third "
+            "and the leek grown by Tom came second.",
+            ["rank 2 for this (the evidence gives it rank 3)"],
+        ),
+        # Each number where the evidence puts it; a thousands comma does not cut a number in two.
+        (
+            "The bakery opened in 1998 and has sold rye bread since 2004.",
+            "The bakery opened in 1998 and started selling rye bread in 2004.",
+            [],
+        ),
+        (
+            "The tank holds 1,500 litres, which lasts ten days.",
+            "The tank holds 1,500 litres, which lasts ten days, and the pump moves 20 litres a minute.",
+            [],
+        ),
+    ],
+)
+def test_a_number_the_evidence_gives_to_another_thing_is_misplaced(
+    claim: str, evidence: str, misplaced: list[str]
+) -> None:
+    assert misplaced_numbers(claim, evidence) == misplaced
+
+
+def test_a_sentence_that_says_the_opposite_word_does_not_state_the_claim() -> None:
+    # Words apart, so that no neighbouring words show one in the place of the other.
+    parts = claim_parts(
+        "Pruning in spring increases the harvest of apple trees.",
+        "For apple trees, the harvest is what pruning in spring reduces.",
+        "Orchards.",
+    )
+    assert parts.substituted == ("“increases” where the evidence says the opposite, “reduces”",)
+    assert parts.missing(0.66) == ["“increases” where the evidence says the opposite, “reduces”"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.grounding.judge_words import judge_words, stance_cues
+from apps.grounding.contradictions import contradiction_signals, opposed_words
+from apps.grounding.judge_words import judge_words, stance_cues, word_base
 from apps.grounding.stance import ENDORSE, REJECT, stance_agreement, stance_clash, stances
 
 LISTS = ("reject_before", "reject_after", "endorse_before", "endorse_after")
@@ -106,3 +107,54 @@ def test_a_cue_inside_a_longer_one_is_part_of_it() -> None:
     found = stances("Drivers MUST NOT idle the engine, and E5 petrol should be used instead.")
     assert found["e5"].side == ENDORSE
     assert found["driver"].side == REJECT
+
+
+def test_the_opposites_are_clean_pairs_of_lowercase_words_without_repeats() -> None:
+    pairs = judge_words()["opposites"]["pairs"]
+    assert all(
+        len(pair) == 2 and all(word == word.strip().lower() and word for word in pair) for pair in pairs
+    )
+    assert all(word_base(left) != word_base(right) for left, right in pairs)
+    unordered = [frozenset(pair) for pair in pairs]
+    assert len(unordered) == len(set(unordered))
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "opposed"),
+    [
+        # In whatever form either word appears.
+        ("Pruning in spring increases the harvest.", "Pruning in spring reduced the harvest.",
+         [("increases", "reduced")]),
+        ("The heater is enabled at night.", "Disable the heater at night.", [("enabled", "disable")]),
+        # A hyphenated opposite is its own word: "non-blocking" is not "blocking".
+        ("The tap is non-blocking.", "The tap is blocking.", [("non-blocking", "blocking")]),
+        # A text that says both words takes no side.
+        ("Pruning increases the harvest.", "Pruning increases the harvest and reduces the frost damage.", []),
+    ],
+)  # fmt: skip
+def test_a_word_whose_opposite_the_evidence_says_is_opposed(
+    claim: str, evidence: str, opposed: list[tuple[str, str]]
+) -> None:
+    assert opposed_words(claim, evidence) == opposed
+
+
+def test_an_opposite_word_where_the_evidence_says_the_rest_of_the_clause_contradicts() -> None:
+    signals = contradiction_signals(
+        "Pruning apple trees in spring increases their harvest.",
+        "Orchard guide. Pruning apple trees in spring reduces their harvest, so prune them in winter.",
+    )
+    assert signals == [{"type": "opposite", "claim": "increases", "evidence": "reduces"}]
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        # The opposite word is about something else: the clause that says the claim agrees with it.
+        "Pruning apple trees in spring increases their harvest. A late frost reduces it.",
+        # A negated clause is the negation checks' to read ("does not increase" is not "reduces").
+        "Pruning apple trees in spring does not reduce their harvest.",
+    ],
+)
+def test_an_opposite_word_elsewhere_or_under_a_negation_is_no_opposite(evidence: str) -> None:
+    signals = contradiction_signals("Pruning apple trees in spring increases their harvest.", evidence)
+    assert [signal for signal in signals if signal["type"] == "opposite"] == []

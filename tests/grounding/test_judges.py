@@ -88,10 +88,12 @@ def test_fitting_counts_the_true_verdicts_per_basis_and_writes_the_table(table: 
 def test_the_shipped_table_counts_only_bases_the_judge_gives() -> None:
     table_reload()
     shipped = json.loads(Path(calibration.settings.GROUNDING_CALIBRATION).read_text(encoding="utf-8"))
-    # Fitted on the four calibration sets written after the rules together, and on nothing the rules were
+    # Fitted on the six calibration sets written after the rules together, and on nothing the rules were
     # written against.
-    assert shipped["fitted_on"] == " + ".join(f"grounding_claims_calibration{n}.jsonl" for n in (3, 4, 5, 6))
-    assert shipped["claims"] == 480
+    assert shipped["fitted_on"] == " + ".join(
+        f"grounding_claims_calibration{n}.jsonl" for n in (3, 4, 5, 6, 7, 8)
+    )
+    assert shipped["claims"] == 720
     possible = {
         *(
             basis_of(verdict=Verdict.CONTRADICTED, signal_type=k)
@@ -123,16 +125,16 @@ def test_hash_passwords_with_md5_is_never_supported_it_leans_contradicted_on_sec
 ) -> None:
     """Issue #24's first "Why": it came back supported (basis supported:close) resting on SEC-022. The
     imperative recommends MD5, SEC-022 says MD5 must not be used for passwords: a prohibited action
-    recommended. Of the 17 calibration claims judged on that basis 11 were contradicted (6 supported):
-    smoothed, (11 + 1) / (17 + 3) = 0.6, short of the 0.7 a decisive verdict needs, so it is not decided
-    but leans, and the abstention's confidence is (0 + 1) / (17 + 3)."""
+    recommended. Of the 22 calibration claims judged on that basis 15 were contradicted (7 supported):
+    smoothed, (15 + 1) / (22 + 3) = 0.64, short of the 0.7 a decisive verdict needs, so it is not decided
+    but leans, and the abstention's confidence is (0 + 1) / (22 + 3)."""
     result = services.verification_result(
         verification=services.claim_verify(claim="Hash passwords with MD5.")
     )
     assert result["verdict"] == Verdict.UNVERIFIED
     assert result["leaning"] == Verdict.CONTRADICTED
     assert result["judge"]["basis"] == "contradicted:prohibited"
-    assert result["confidence"] == 0.05
+    assert result["confidence"] == 0.04
     assert result["sources"][0]["entry_id"] == "SEC-022"
     assert result["leaningOn"] == (
         "stance: the claim says “Hash … md5”, SEC-022 says “md5 … must not” (Fast general-purpose hashes "
