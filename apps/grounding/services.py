@@ -540,17 +540,17 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
             + (f" (the closest sentence is {top:.2f} similar)." if evidence else "."),
         )  # fmt: skip
     best = evidence[0]
-    if best.similarity >= SUPPORT_SIMILARITY and not _counts(best):
+    if best.similarity >= SUPPORT_SIMILARITY and not _counts(claim, best):
         # The closest evidence says the same thing: disagreement elsewhere is about something else.
         contradicting = []
     else:
         # Only evidence about as close as the best counts against the claim.
         floor = max(CONTRADICTION_SIMILARITY, best.similarity - CONTRADICTION_MARGIN)
-        contradicting = [e for e in evidence if _counts(e) and e.similarity >= floor]
+        contradicting = [e for e in evidence if _counts(claim, e) and e.similarity >= floor]
     if contradicting:
         # Prefer the most similar disagreeing entry; among equals, the higher-priority source.
         chosen = min(contradicting, key=lambda e: (-round(e.similarity, 2), _priority(e.hit.entry)))
-        chosen.signals = _counts(chosen)
+        chosen.signals = _counts(claim, chosen)
         ordered = [chosen, *[e for e in evidence if e is not chosen]][:3]
         first = chosen.signals[0]
         return Outcome(
@@ -564,7 +564,7 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
     # Similarity only says which sentences to read: one that states every part of the claim supports it,
     # however it is worded ("Use bcrypt, scrypt or Argon2 …" against "recommends storing passwords with …").
     stating = next((e for e in evidence[:3] if not _parts_missing(claim, e)), None)
-    if stating is not None and not _counts(stating):
+    if stating is not None and not _counts(claim, stating):
         ordered = [stating, *[e for e in evidence if e is not stating]][:3]
         return Outcome(
             claim, domain, Verdict.SUPPORTED, UNCALIBRATED, ordered,
@@ -641,13 +641,19 @@ def _stated_text(entry: KnowledgeEntry) -> str:
     return f"{entry.topic}. {entry.content} ({entry.source})"
 
 
-def _counts(evidence: Evidence) -> list[dict[str, str]]:
+def _counts(claim: str, evidence: Evidence) -> list[dict[str, str]]:
     """The signals that count at this evidence's similarity: a different identifier (Article 22 vs
-    Article 37) only means disagreement when the evidence is otherwise about the same thing."""
+    Article 37) only means disagreement when the evidence is otherwise about the same thing — close, and
+    its entry says what the claim asserts of the identifier ("Article 30 requires records of processing"
+    is about another article than an entry on Article 28's processor contracts, not a wrong number)."""
     return [
         signal
         for signal in evidence.signals
-        if signal["type"] != "identifier" or evidence.similarity >= SUPPORT_SIMILARITY
+        if signal["type"] != "identifier"
+        or (
+            evidence.similarity >= SUPPORT_SIMILARITY
+            and _asserted_coverage(claim, [evidence]) >= MIN_ASSERTED_COVERAGE
+        )
     ]
 
 

@@ -409,3 +409,22 @@ def test_the_verification_log_exports_as_json_lines(pack: None, tmp_path: Path) 
 
 def test_the_parsed_pack_helper_is_the_importers() -> None:
     assert isinstance(_validated([(PACK["performance"][0], "$", {})], {}), ParsedPack)
+
+
+def test_another_identifier_is_a_contradiction_only_for_what_the_evidence_says(pack: None) -> None:
+    """Another RFC for what the entry says of RFC 8996 contradicts it; a claim of what another RFC says
+    about the same versions is about something the entry does not cover (issue #24: "a different
+    number/identifier for the same thing")."""
+    agents = services._agents()
+    same_thing = services.claim_judge_local(
+        claim="TLS 1.0 and TLS 1.1 are deprecated by RFC 7525 and must not be used.", domain=None, agents=agents
+    )
+    assert same_thing.signals[0] == {"type": "identifier", "claim": "rfc 7525", "evidence": "rfc 8996"}
+    assert same_thing.basis == "contradicted:exact"
+    other_thing = services.claim_judge_local(
+        claim="RFC 7525 describes how TLS 1.0 and TLS 1.1 deployments choose their cipher suites.",
+        domain=None,
+        agents=agents,
+    )
+    # It does present deprecated versions as current: that is the disagreement, not the RFC's number.
+    assert [signal["type"] for signal in other_thing.signals] == ["superseded"]
