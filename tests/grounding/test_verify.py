@@ -417,7 +417,9 @@ def test_another_identifier_is_a_contradiction_only_for_what_the_evidence_says(p
     number/identifier for the same thing")."""
     agents = services._agents()
     same_thing = services.claim_judge_local(
-        claim="TLS 1.0 and TLS 1.1 are deprecated by RFC 7525 and must not be used.", domain=None, agents=agents
+        claim="TLS 1.0 and TLS 1.1 are deprecated by RFC 7525 and must not be used.",
+        domain=None,
+        agents=agents,
     )
     assert same_thing.signals[0] == {"type": "identifier", "claim": "rfc 7525", "evidence": "rfc 8996"}
     assert same_thing.basis == "contradicted:exact"
