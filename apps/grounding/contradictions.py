@@ -163,9 +163,11 @@ def quantities(text: str) -> list[Quantity]:
     return found
 
 
-# "18 specified types of identifiers", "10 types": a whole number counting a noun (at most one word
-# between), not a year, a version or a number that names something (Article 33, RFC 8446).
-_COUNT_RE = re.compile(r"(?<![\w.$/-])(\d{1,6})(?:\s+[a-z]+)?\s+([a-z]{3,})\b", re.I)
+# "18 specified types of identifiers", "10 types": a whole number counting a noun, not a year, a version
+# or a number that names something (Article 33, RFC 8446). The noun is the next word or, past one word
+# between, the word after it: both are counted, since only one of them is the noun ("18 specified types",
+# "100 requests per second").
+_COUNT_RE = re.compile(r"(?<![\w.$/-])(\d{1,6})\s+([a-z]+)(?:\s+([a-z]{3,}))?\b", re.I)
 _NOT_COUNTED = frozenset(
     {"and", "or", "to", "of", "the", "in", "on", "at", "by", "for", "with", "than", "is", "are"}
 )
@@ -174,15 +176,14 @@ _NOT_COUNTED = frozenset(
 def counts(text: str) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
     for match in _COUNT_RE.finditer(text):
-        value, noun = int(match.group(1)), match.group(2).lower()
-        if (
-            1900 <= value <= 2100
-            or noun in _NOT_COUNTED
-            or noun in _UNITS
-            or _IDENTIFIER_PREFIX_RE.search(text[max(0, match.start() - 10) : match.start()])
+        value = int(match.group(1))
+        if 1900 <= value <= 2100 or _IDENTIFIER_PREFIX_RE.search(
+            text[max(0, match.start() - 10) : match.start()]
         ):
             continue
-        found.setdefault(_stem(noun), set()).add(value)
+        for noun in (word.lower() for word in match.group(2, 3) if word):
+            if len(noun) >= 3 and noun not in _NOT_COUNTED and noun not in _UNITS:
+                found.setdefault(_stem(noun), set()).add(value)
     return found
 
 

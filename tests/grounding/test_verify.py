@@ -178,6 +178,11 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
             "The session cookie lasts two weeks, which is 1,209,600 seconds.",
             "The session cookie lasts 1209600 seconds, which is two weeks.",
         ),
+        # A count's noun may be the word after the next ("100 requests per second" counts requests).
+        (
+            "A bakery serving 100 customers an hour, each staying 0.2 hours, has about twenty customers in it.",
+            "For example 100 customers per hour staying 0.2 hours each means 20 customers in the shop.",
+        ),
     ],
 )
 def test_agreement_in_other_words_is_not_a_contradiction(claim: str, evidence: str) -> None:
