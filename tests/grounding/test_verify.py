@@ -180,7 +180,7 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
         ),
         # A count's noun may be the word after the next ("100 requests per second" counts requests).
         (
-            "A bakery serving 100 customers an hour, each staying 0.2 hours, has about twenty customers in it.",
+            "A bakery serving 100 customers an hour, each staying 0.2 hours, has about twenty customers in.",
             "For example 100 customers per hour staying 0.2 hours each means 20 customers in the shop.",
         ),
     ],
