@@ -28,7 +28,7 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from apps.grounding.judge_words import negative_verbs, opposite_bases, word_base
+from apps.grounding.judge_words import judge_words, negative_verbs, opposite_bases, word_base
 
 Signal = dict[str, str]
 
@@ -102,7 +102,13 @@ _NAMED_NEGATION_RE = re.compile(r"(?<=[\w)\]] )(?:Forbidden|Prohibited|Not|No|Ne
 _DENIES_FOLLOWING_RE = re.compile(r"\b(?:rather than|instead of)\b", re.I)
 # A contrast at the end of a clause denies the second term but asserts the clause ("encryption is an
 # addressable specification, not a required one").
-_CONTRAST_RE = re.compile(r",\s*not\s+(?:an?\s+|the\s+)?[\w-]+(?:\s+ones?)?(?=\s*(?:[.;,]|$))", re.I)
+_CONTRAST_RE = re.compile(
+    r",\s*not\s+(?:an?\s+|the\s+)?[\w-]+(?:\s+ones?)?(?=\s*(?:[.;,]|$))"
+    # "… with the secrets module, and not with the random module": the alternative denied, at the end.
+    r"|(?:^\s*|,\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)not\s+(?:with|in|by|for|from|on|as|via|through|over|at)\s+"
+    r"(?:an?\s+|the\s+)?[\w.()-]+(?:\s+[\w.()-]+){0,2}(?=\s*(?:[.;]|$))",
+    re.I,
+)
 _STRONG_MODAL_RE = re.compile(
     r"\b(must|shall|required|mandatory|obligat\w+|has to|have to|needs? to)\b", re.I
 )
@@ -570,6 +576,12 @@ def negated_words(text: str) -> frozenset[str]:
     return frozenset(word for _, words in _negation_scopes(text) for word in words)
 
 
+@functools.cache
+def _function_stems() -> frozenset[str]:
+    """The judge's function words ("one", "there", "via"), stemmed as negation scopes are."""
+    return frozenset(_stem(word) for word in judge_words()["function_words"]["words"])
+
+
 def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
     """What the claim negates, the evidence states plainly and never negates: "UTF-8 is not required"
     against "RFC 8259 requires JSON text … to be encoded in UTF-8" (whose own "not" is about something
@@ -580,7 +592,9 @@ def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
         # the subject the evidence forbids, not as something it states.
         for cue, words in _negation_scopes(sentence, denials=False):
             head = words[0] if words else ""
-            if not head or head in evidence_negated:
+            # The evidence negates what the claim negates, in other words: "does not cover disclosures …
+            # for treatment" against "… covered entities …; it does not apply to disclosures … for treatment".
+            if not head or (set(words) - _function_stems()) & evidence_negated:
                 continue
             for other in _SENTENCE_END_RE.split(evidence):
                 if head in content_words(other) and _same_names(sentence, other):

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from apps.grounding import services
-from apps.grounding.contradictions import contradiction_signals, unstated_details
+from apps.grounding.contradictions import contradiction_signals, negated, unstated_details
 from apps.grounding.models import GroundingMessage, GroundingSettings, ReviewStatus, Verification
 from apps.knowledge import services as knowledge_services
 from apps.knowledge.services import ParsedPack, _validated
@@ -177,6 +177,18 @@ def test_explicit_disagreements_are_signalled(claim: str, evidence: str, kind: s
         (
             "The session cookie lasts two weeks, which is 1,209,600 seconds.",
             "The session cookie lasts 1209600 seconds, which is two weeks.",
+        ),
+        # "fails to" says what "does not" says.
+        (
+            "The gate fails to check that a parcel was really sent by its owner.",
+            "The gate does not check that a parcel was really sent by its owner.",
+        ),
+        # The evidence negates what the claim negates, though the claim's first negated word is stated
+        # elsewhere ("covered members").
+        (
+            "The discount does not cover deliveries made to a school for lunches.",
+            "The discount applies to covered members' orders; it does not apply to deliveries made to a "
+            "school for lunches.",
         ),
         # A count's noun may be the word after the next ("100 requests per second" counts requests).
         (
@@ -435,3 +447,10 @@ def test_another_identifier_is_a_contradiction_only_for_what_the_evidence_says(p
     )
     # It does present deprecated versions as current: that is the disagreement, not the RFC's number.
     assert [signal["type"] for signal in other_thing.signals] == ["superseded"]
+
+
+def test_an_alternative_denied_at_the_end_does_not_negate_the_statement() -> None:
+    assert not negated("Slice the bread with the serrated knife, and not with the paring knife.")
+    assert not negated("Send the form by post, not by email.")
+    assert negated("The serrated knife does not slice bread.")
+    assert negated("The knife is sharp and not safe.")  # an adjective after "not" is negated
