@@ -414,27 +414,28 @@ _DIGITS_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 _NUMBER_WORD_RE = re.compile(rf"\b({_NUMBER_WORD_ALTERNATIVES})\b", re.I)
 
 
-@functools.lru_cache(maxsize=4096)
-def _binding_clauses(text: str) -> tuple[tuple[str, bool], ...]:
-    """The clauses of ``text`` for binding, each with whether it is the other side of a contrast."""
-    clauses: list[tuple[str, bool]] = []
+def _joined_fragments(pieces: list[str]) -> list[str]:
+    """``pieces`` with every piece of a few words read with the next (the last with the one before): a
+    few words are a name in a list ("TLS 1.0 and TLS 1.1 are deprecated"), not a clause."""
+    joined: list[str] = []
     fragment = ""
-    for piece in (piece.strip() for piece in _BINDING_RE.split(text) if piece and piece.strip()):
+    for piece in (piece.strip() for piece in pieces if piece and piece.strip()):
         part = f"{fragment} {piece}" if fragment else piece
-        # A few words are a name in a list ("TLS 1.0 and TLS 1.1 are deprecated"), not a clause: read with
-        # the next piece (the last with the one before).
         if len(_WORD_RE.findall(part)) <= MAX_FRAGMENT_WORDS:
             fragment = part
             continue
         fragment = ""
-        clauses.append((part, _OTHER_SIDE_RE.match(part) is not None))
+        joined.append(part)
     if fragment:
-        if clauses:
-            last, other_side = clauses.pop()
-            clauses.append((f"{last} {fragment}", other_side))
-        else:
-            clauses.append((fragment, False))
-    return tuple(clauses)
+        joined = [*joined[:-1], f"{joined[-1]} {fragment}"] if joined else [fragment]
+    return joined
+
+
+@functools.lru_cache(maxsize=4096)
+def _binding_clauses(text: str) -> tuple[tuple[str, bool], ...]:
+    """The clauses of ``text`` for binding, each with whether it is the other side of a contrast."""
+    clauses = _joined_fragments(_BINDING_RE.split(text))
+    return tuple((clause, _OTHER_SIDE_RE.match(clause) is not None) for clause in clauses)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -536,17 +537,7 @@ def _ranks(text: str) -> frozenset[str]:
 def _number_pieces(text: str) -> tuple[_NumberPiece, ...]:
     """``text`` in the pieces a number is read in; a piece of a few words joins the next (the last, the
     one before)."""
-    pieces: list[str] = []
-    fragment = ""
-    for piece in (piece.strip() for piece in _NUMBER_PIECE_RE.split(text) if piece and piece.strip()):
-        part = f"{fragment} {piece}" if fragment else piece
-        if len(_WORD_RE.findall(part)) <= MAX_FRAGMENT_WORDS:
-            fragment = part
-            continue
-        fragment = ""
-        pieces.append(part)
-    if fragment:
-        pieces = [*pieces[:-1], f"{pieces[-1]} {fragment}"] if pieces else [fragment]
+    pieces = _joined_fragments(_NUMBER_PIECE_RE.split(text))
     numbered = ((piece, _numbers(piece) | _ranks(piece)) for piece in pieces)
     return tuple(_NumberPiece(numbers, _bound_words(piece) - numbers) for piece, numbers in numbered)
 
