@@ -173,7 +173,13 @@ def quantities(text: str) -> list[Quantity]:
 # or a number that names something (Article 33, RFC 8446). The noun is the next word or, past one word
 # between, the word after it: both are counted, since only one of them is the noun ("18 specified types",
 # "100 requests per second").
-_COUNT_RE = re.compile(r"(?<![\w.$/-])(\d{1,6})\s+([a-z]+)(?:\s+([a-z]{3,}))?\b", re.I)
+_COUNTED_WORDS = "|".join(
+    sorted((word for word in _NUMBER_WORDS if word not in {"zero", "one"}), key=len, reverse=True)
+)
+# "one" is as often a pronoun as a number; digits say "1".
+_COUNT_RE = re.compile(
+    rf"(?<![\w.$/-])(\d{{1,6}}|(?:{_COUNTED_WORDS})\b)\s+([a-z]+)(?:\s+([a-z]{{3,}}))?\b", re.I
+)
 _NOT_COUNTED = frozenset(
     {"and", "or", "to", "of", "the", "in", "on", "at", "by", "for", "with", "than", "is", "are"}
 )
@@ -182,7 +188,8 @@ _NOT_COUNTED = frozenset(
 def counts(text: str) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
     for match in _COUNT_RE.finditer(text):
-        value = int(match.group(1))
+        number = match.group(1).lower()
+        value = _NUMBER_WORDS[number] if number in _NUMBER_WORDS else int(number)
         if 1900 <= value <= 2100 or _IDENTIFIER_PREFIX_RE.search(
             text[max(0, match.start() - 10) : match.start()]
         ):
@@ -287,6 +294,7 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
         _stance_clash,
         _denied_category,
         _swapped_names,
+        _reversed_change,
         _opposite_terms,
         _opposite_in_aligned_clause,
         _clause_polarity_flip,
@@ -714,6 +722,25 @@ def name_tokens(text: str) -> frozenset[str]:
 
 #: How many more words a claim clause must share with another name's evidence clause than with its own.
 SWAP_MARGIN = 2
+
+
+_CHANGE_RE = re.compile(r"\bfrom\s+([\w-]+(?:\.\w+)*)\s+to\s+([\w-]+(?:\.\w+)*)", re.I)
+
+
+def _reversed_change(claim: str, evidence: str) -> Signal | None:
+    """A change the claim tells the other way round: "changed the default from True to False" against
+    "changed from False to True"."""
+    said = {(before.lower(), after.lower()) for before, after in _CHANGE_RE.findall(evidence)}
+    for before, after in _CHANGE_RE.findall(claim):
+        if before.lower() != after.lower() and (after.lower(), before.lower()) in said - {
+            (before.lower(), after.lower())
+        }:
+            return {
+                "type": "opposite",
+                "claim": f"from {before} to {after}",
+                "evidence": f"from {after} to {before}",
+            }
+    return None
 
 
 def _swapped_names(claim: str, evidence: str) -> Signal | None:

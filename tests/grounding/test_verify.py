@@ -123,6 +123,18 @@ def earned(settings, tmp_path: Path) -> None:
             "Quicksort is O(n log n) on average but O(n^2) in the worst case.",
             "complexity",
         ),
+        # A change told the other way round.
+        (
+            "The bakery changed its oven setting from gas to fan.",
+            "The bakery changed its oven from fan to gas.",
+            "opposite",
+        ),
+        # A count in words is a count.
+        (
+            "A raised bed takes four seedlings in spring.",
+            "A raised bed takes 6 seedlings in spring.",
+            "quantity",
+        ),
         # A "not" with a negative verb affirms: "does not stop" against "stops".
         (
             "The garage door sensor does not stop the door from closing on an obstacle.",
