@@ -126,3 +126,11 @@ def opposite_bases() -> dict[str, frozenset[str]]:
         found.setdefault(word_base(left), set()).add(word_base(right))
         found.setdefault(word_base(right), set()).add(word_base(left))
     return {base: frozenset(others) for base, others in found.items()}
+
+
+@functools.cache
+def sentence_openers() -> frozenset[str]:
+    """Words that open a sentence without being part of a name ("Under", "Since", "The"), with the verbs
+    of advice that open a command ("Use Django's …")."""
+    words = judge_words()
+    return frozenset((*words["sentence_openers"]["words"], *words["modality"]["imperative_verbs"]))

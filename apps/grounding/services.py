@@ -46,6 +46,7 @@ from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.grounding import review_memory
 from apps.grounding.calibration import CalibrationFitted, basis_of, calibrated, calibration_fit
 from apps.grounding.contradictions import content_words, contradiction_signals, unstated_details
+from apps.grounding.judge_words import sentence_openers
 from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, ModelVerdict, Premise, model_judge
 from apps.grounding.models import (
     GroundingAgent,
@@ -407,8 +408,17 @@ def _packs_speak_to(outcome: Outcome) -> bool:
 _NAME_RE = re.compile(r"\b[A-Z][a-z][\w'’.-]*(?:\s+(?:de |von |van |of )?[A-Z][a-z][\w'’.-]*)+")
 
 
+_OPENING_WORD_RE = re.compile(r"\s*([A-Z][a-z]+)\b")
+
+
 def names_entity(claim: str) -> bool:
-    """Whether the claim names someone or something (two or more capitalised words in a row)."""
+    """Whether the claim names someone or something (two or more capitalised words in a row). The first
+    word is capitalised anyway: one that opens a sentence without naming anything ("Under SemVer 2.0.0
+    …", "Since Django 3.1 …", "Use Django's …", "Applying Little's law …") is not part of a name, so a
+    claim about one product is not put to Wikidata as if it named two."""
+    opening = _OPENING_WORD_RE.match(claim)
+    if opening and (opening.group(1).lower() in sentence_openers() or opening.group(1).endswith("ing")):
+        claim = claim[opening.end() :]
     return _NAME_RE.search(claim) is not None
 
 

@@ -302,6 +302,24 @@ def test_names_are_told_from_acronyms() -> None:
     assert not services.names_entity("GDPR requires a DPO for large-scale processing.")
 
 
+@pytest.mark.parametrize(
+    ("claim", "named"),
+    [
+        # A first word that opens the sentence is capitalised anyway: one product is not a two-word name.
+        ("Under SemVer 2.0.0, bug fixes bump the patch version.", False),
+        ("Since Django 3.1, JSONField works on every backend.", False),
+        ("Use Django's cache framework for pages.", False),
+        ("Applying Little's law gives the queue length.", False),
+        # What stays after the opening word still names something.
+        ("The European Commission adopted the decision in July 2023.", True),
+        ("In 1903 Marie Curie won the Nobel Prize in Physics.", True),
+        ("Marie Curie won the Nobel Prize in Physics in 1903.", True),
+    ],
+)
+def test_a_sentence_s_opening_word_is_not_part_of_a_name(claim: str, named: bool) -> None:
+    assert services.names_entity(claim) is named
+
+
 def test_the_fact_run_apis_tell_a_verification_s_runs_from_questions(
     q42: ReplayWikidata, read_client: Client
 ) -> None:
