@@ -45,7 +45,7 @@ from apps.core.text import sentences
 from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.grounding import review_memory
 from apps.grounding.calibration import CalibrationFitted, basis_of, calibrated, calibration_fit
-from apps.grounding.contradictions import content_words, contradiction_signals, unstated_details
+from apps.grounding.contradictions import contradiction_signals, unstated_details
 from apps.grounding.judge_words import sentence_openers
 from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, ModelVerdict, Premise, model_judge
 from apps.grounding.models import (
@@ -57,7 +57,7 @@ from apps.grounding.models import (
     Verdict,
     Verification,
 )
-from apps.grounding.stance import asserted_words, claim_parts
+from apps.grounding.stance import asserted_share, claim_parts
 from apps.grounding.verification_log import verification_log_append
 from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry, KnowledgeSource
@@ -626,9 +626,7 @@ MIN_COVERED_SHARE = 0.5
 
 def _asserted_coverage(claim: str, evidence: Sequence[Evidence]) -> float:
     """The share of what the claim asserts that the evidence's entries say, taken together."""
-    mine = asserted_words(claim)
-    said = content_words(" ".join(_stated_text(item.hit.entry) for item in evidence))
-    return len(mine & said) / len(mine) if mine else 0.0
+    return asserted_share(claim, " ".join(_stated_text(item.hit.entry) for item in evidence))
 
 
 #: The share of what a claim asserts (its content words less the cue words) that a sentence must say for

@@ -259,6 +259,14 @@ def asserted_words(text: str) -> frozenset[str]:
     return content_words(text) - _cue_words()
 
 
+def asserted_share(claim: str, text: str) -> float:
+    """The share of what ``claim`` asserts that ``text`` says; a hyphen reads as a space on both sides
+    ("backward compatible" is said by "backward-compatible")."""
+    mine = asserted_words(claim.replace("-", " "))
+    said = content_words(text.replace("-", " "))
+    return len(mine & said) / len(mine) if mine else 0.0
+
+
 @dataclass(frozen=True)
 class Parts:
     """How much of a claim one evidence sentence states, part by part."""

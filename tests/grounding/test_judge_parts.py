@@ -14,6 +14,7 @@ from apps.grounding.stance import (
     REQUIRE,
     STATE,
     Parts,
+    asserted_share,
     claim_parts,
     imperative,
     misplaced_numbers,
@@ -271,3 +272,8 @@ def test_a_sentence_that_says_the_opposite_word_does_not_state_the_claim() -> No
     )
     assert parts.substituted == ("“increases” where the evidence says the opposite, “reduces”",)
     assert parts.missing(0.66) == ["“increases” where the evidence says the opposite, “reduces”"]
+
+
+def test_the_share_of_a_claim_a_text_says_reads_a_hyphen_as_a_space() -> None:
+    assert asserted_share("Tomatoes are frost tender plants.", "Tomatoes are frost-tender plants.") == 1.0
+    assert asserted_share("Frost-tender tomatoes need a greenhouse.", "Tomatoes are frost tender.") == 0.75
