@@ -403,6 +403,12 @@ def _clauses(text: str) -> tuple[str, ...]:
     return tuple(c.strip() for c in _CLAUSE_RE.split(text) if c and c.strip())
 
 
+def clauses(text: str) -> tuple[str, ...]:
+    """``text`` split at sentence ends, semicolons, colons and the connectives that start a clause
+    (", and", ", but", ", which", " whereas " …)."""
+    return _clauses(text)
+
+
 _CONTENT_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]+")
 MIN_SHARED_WORDS = 2
 MIN_SHARED_SHARE = 0.34  # of the claim clause's content words

@@ -45,7 +45,7 @@ from apps.core.text import sentences
 from apps.embeddings.services import embed_text, embed_texts_cached
 from apps.grounding import review_memory
 from apps.grounding.calibration import CalibrationFitted, basis_of, calibrated, calibration_fit
-from apps.grounding.contradictions import contradiction_signals, unstated_details
+from apps.grounding.contradictions import clauses, contradiction_signals, unstated_details
 from apps.grounding.judge_words import sentence_openers
 from apps.grounding.model_judges import MODEL_JUDGES, JudgeFailed, ModelVerdict, Premise, model_judge
 from apps.grounding.models import (
@@ -512,15 +512,21 @@ def _fact_source(fact: Any, similarity: float) -> dict[str, Any]:
 
 def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[SearchHit]) -> list[Evidence]:
     """For each hit, its sentence most similar to the claim (sentence embeddings cached in Redis)."""
+    # A long sentence that joins several rules is read clause by clause too: the clause that says the
+    # claim is as close as the claim is to what the entry says ("… should not impose composition
+    # rules …, and should not require passwords to be changed periodically …").
     pieces = [
-        (hit, sentence) for hit in hits for sentence in sentences(hit.entry.content) or [hit.entry.content]
+        (hit, sentence, text)
+        for hit in hits
+        for sentence in sentences(hit.entry.content) or [hit.entry.content]
+        for text in (sentence, *_long_clauses(sentence))
     ]
     if not pieces:
         return []
-    vectors = embed_texts_cached(texts=[sentence for _, sentence in pieces])
+    vectors = embed_texts_cached(texts=[text for _, _, text in pieces])
     similarities = vectors @ claim_vector
     best: dict[int, tuple[float, str]] = {}
-    for (hit, sentence), similarity in zip(pieces, similarities, strict=True):
+    for (hit, sentence, _), similarity in zip(pieces, similarities, strict=True):
         current = best.get(hit.entry.pk)
         if current is None or float(similarity) > current[0]:
             best[hit.entry.pk] = (float(similarity), sentence)
@@ -533,6 +539,16 @@ def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[Sea
         # The whole entry, not only its closest sentence: the number that disagrees may sit in the next one.
         item.signals = contradiction_signals(claim, item.hit.entry.content)
     return _evidence_order(evidence)
+
+
+#: The fewest words a clause needs to be compared with a claim on its own.
+MIN_CLAUSE_WORDS = 6
+
+
+def _long_clauses(sentence: str) -> list[str]:
+    """The clauses of a sentence that has several, each long enough to say something on its own."""
+    pieces = clauses(sentence)
+    return [piece for piece in pieces if len(piece.split()) >= MIN_CLAUSE_WORDS] if len(pieces) > 1 else []
 
 
 def _evidence_order(evidence: Iterable[Evidence]) -> list[Evidence]:

@@ -466,3 +466,38 @@ def test_an_alternative_denied_at_the_end_does_not_negate_the_statement() -> Non
     assert not negated("Send the form by post, not by email.")
     assert negated("The serrated knife does not slice bread.")
     assert negated("The knife is sharp and not safe.")  # an adjective after "not" is negated
+
+
+def test_a_claim_one_clause_of_a_long_sentence_says_is_close_to_it(settings) -> None:
+    """A sentence that joins several rules is far from a claim about one of them as a whole (0.56 here);
+    its clause that says the claim is close (0.94), so a claim that adds a number the entry does not give
+    is told what is not stated, instead of "neither says the same nor disagrees"."""
+    knowledge_services.entries_import(
+        domain_name="gardening",
+        pack=_validated(
+            [
+                (
+                    {"id": "GARD-001", "topic": "Watering guidance", "source": "Garden handbook",
+                     "content": "Raised beds must be at least 30 centimetres deep, bark mulch should be "
+                                "at most 5 centimetres thick, gravel paths should not be narrower than 60 "
+                                "centimetres, compost heaps need a shady corner, fruit cages should use "
+                                "netting with a 2 centimetre mesh, and gardeners should not wet tomato "
+                                "foliage after dusk unless the night stays warm."},
+                    "$",
+                    {},
+                )
+            ],
+            {},
+        ),
+        source_name="gardening",
+        location="test",
+    )  # fmt: skip
+    outcome = services.claim_judge_local(
+        claim="Do not wet tomato foliage after dusk unless the night stays above 15 degrees.",
+        domain="gardening",
+        agents=services._agents(),
+    )
+    assert outcome.basis == "unverified:unstated", outcome.rests_on
+    assert outcome.rests_on.startswith("The closest evidence (GARD-001) does not state 15"), outcome.rests_on
+    # The evidence shown is still the whole sentence, which the claim is read against part by part.
+    assert outcome.evidence[0].sentence.startswith("Raised beds must be at least 30 centimetres deep")
