@@ -398,7 +398,7 @@ _CLAUSE_RE = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def _clauses(text: str) -> tuple[str, ...]:
     return tuple(c.strip() for c in _CLAUSE_RE.split(text) if c and c.strip())
 
@@ -424,7 +424,7 @@ def _stem(word: str) -> str:
 
 
 # Evidence texts come back claim after claim: their words and names are worked out once per process.
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def content_words(text: str) -> frozenset[str]:
     words = _CONTENT_WORD_RE.findall(text.lower())
     return frozenset(_stem(w) for w in words if len(w) > 2 and w not in _FUNCTION_WORDS)
@@ -494,7 +494,7 @@ _FUNCTION_WORDS = frozenset(
 _WORD_TOKEN_RE = re.compile(r"[a-z][a-z'-]*[a-z]")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def word_bases(text: str) -> dict[str, str]:
     """Each word base of ``text`` (``judge_words.word_base``) with the word it came from; a hyphenated
     word's parts too, unless the whole word is one of the opposites ("non-blocking" is not "blocking")."""
@@ -584,7 +584,7 @@ def _negation_scopes(text: str, *, denials: bool = True) -> list[tuple[str, list
     return scopes
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def negated_words(text: str) -> frozenset[str]:
     """Every content word some negation in ``text`` applies to (asked of the same texts many times)."""
     return frozenset(word for _, words in _negation_scopes(text) for word in words)
@@ -721,7 +721,7 @@ def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:
     return found
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def name_tokens(text: str) -> frozenset[str]:
     return frozenset(token.lower().rstrip(".") for token in _NAME_TOKEN_RE.findall(text))
 

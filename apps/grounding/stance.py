@@ -108,7 +108,7 @@ def _terms(text: str) -> set[str]:
     return {term for term in (*name_tokens(text), *content_words(text)) if not _NUMBER_RE.fullmatch(term)}
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def stances(text: str) -> dict[str, Stance]:
     """Each term of ``text`` that some cue reaches, with the stance taken on it."""
     found: dict[str, Stance] = {}
@@ -192,7 +192,7 @@ def imperative(sentence: str) -> str:
     return "" if rest & cues.being else first.group(1)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def modalities(text: str) -> frozenset[str]:
     """What ``text`` does with what it names: prohibits, requires, recommends, permits, or (none of
     these) only states. A prohibition's words are taken out before the rest is read, so "must not"
@@ -439,14 +439,14 @@ def _joined_fragments(pieces: list[str]) -> list[str]:
     return joined
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def _binding_clauses(text: str) -> tuple[tuple[str, bool], ...]:
     """The clauses of ``text`` for binding, each with whether it is the other side of a contrast."""
     clauses = _joined_fragments(_BINDING_RE.split(text))
     return tuple((clause, _OTHER_SIDE_RE.match(clause) is not None) for clause in clauses)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=32768)
 def _numbers(text: str) -> frozenset[str]:
     """The numbers of ``text``, in digits ("two" is "2", "1,209,600" is "1209600")."""
     found = {match.group(0).replace(",", "") for match in _DIGITS_RE.finditer(text)}
@@ -456,7 +456,7 @@ def _numbers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=32768)
 def _bound_words(text: str) -> frozenset[str]:
     """What a clause is about and asserts: its names and content words, less cue words and bare numbers."""
     return frozenset(term for term in _terms(text) if term not in _cue_words())
@@ -541,7 +541,7 @@ def _ranks(text: str) -> frozenset[str]:
     )
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def _number_pieces(text: str) -> tuple[_NumberPiece, ...]:
     """``text`` in the pieces a number is read in; a piece of a few words joins the next (the last, the
     one before)."""
