@@ -14,8 +14,9 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Permission, User
-from django.test import Client
+from django.test import Client, override_settings
 
 from apps.connectors.selectors import process_caches_clear
 from apps.connectors.services import registry_changed
@@ -50,6 +51,21 @@ def celery_worker(django_db_setup: None, django_db_blocker) -> Iterator[object]:
         ) as worker,
     ):
         yield worker
+
+
+class OneRoundPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    """The product's hasher (PBKDF2-SHA256, same stored format) at one round: at the product's 1,000,000
+    rounds each test user's password cost 0.23 s, minutes over the suite's few hundred users. A hash
+    made here is still checked by the product's hasher, which reads the rounds from the hash."""
+
+    iterations = 1
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing() -> Iterator[None]:
+    """Test users' passwords hashed at one round (processes the tests start keep the product's)."""
+    with override_settings(PASSWORD_HASHERS=["tests.conftest.OneRoundPBKDF2PasswordHasher"]):
+        yield
 
 
 # The local replay servers, the fake MCP servers and the test listeners are on loopback.

@@ -57,7 +57,7 @@ from apps.grounding.models import (
     Verdict,
     Verification,
 )
-from apps.grounding.stance import asserted_share, claim_parts
+from apps.grounding.stance import asserted_share, claim_parts, first_word
 from apps.grounding.verification_log import verification_log_append
 from apps.knowledge import selectors as knowledge_selectors
 from apps.knowledge.models import KnowledgeDomain, KnowledgeEntry, KnowledgeSource
@@ -131,6 +131,7 @@ class Evidence:
     hit: SearchHit
     sentence: str
     similarity: float
+    #: The contradiction signals of the whole entry that count at this similarity (``_counting``).
     signals: list[dict[str, str]] = field(default_factory=list)
 
     def as_source(self) -> dict[str, Any]:
@@ -408,15 +409,12 @@ def _packs_speak_to(outcome: Outcome) -> bool:
 _NAME_RE = re.compile(r"\b[A-Z][a-z][\w'’.-]*(?:\s+(?:de |von |van |of )?[A-Z][a-z][\w'’.-]*)+")
 
 
-_OPENING_WORD_RE = re.compile(r"\s*([A-Z][a-z]+)\b")
-
-
 def names_entity(claim: str) -> bool:
     """Whether the claim names someone or something (two or more capitalised words in a row). The first
     word is capitalised anyway: one that opens a sentence without naming anything ("Under SemVer 2.0.0
     …", "Since Django 3.1 …", "Use Django's …", "Applying Little's law …") is not part of a name, so a
     claim about one product is not put to Wikidata as if it named two."""
-    opening = _OPENING_WORD_RE.match(claim)
+    opening = first_word(claim)
     if opening and (opening.group(1).lower() in sentence_openers() or opening.group(1).endswith("ing")):
         claim = claim[opening.end() :]
     return _NAME_RE.search(claim) is not None
@@ -537,7 +535,7 @@ def _evidence_sentences(claim: str, claim_vector: np.ndarray, hits: Sequence[Sea
     ]
     for item in evidence:
         # The whole entry, not only its closest sentence: the number that disagrees may sit in the next one.
-        item.signals = contradiction_signals(claim, item.hit.entry.content)
+        item.signals = _counting(claim, item, contradiction_signals(claim, item.hit.entry.content))
     return _evidence_order(evidence)
 
 
@@ -566,17 +564,16 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
             + (f" (the closest sentence is {top:.2f} similar)." if evidence else "."),
         )  # fmt: skip
     best = evidence[0]
-    if best.similarity >= SUPPORT_SIMILARITY and not _counts(claim, best):
+    if best.similarity >= SUPPORT_SIMILARITY and not best.signals:
         # The closest evidence says the same thing: disagreement elsewhere is about something else.
         contradicting = []
     else:
         # Only evidence about as close as the best counts against the claim.
         floor = max(CONTRADICTION_SIMILARITY, best.similarity - CONTRADICTION_MARGIN)
-        contradicting = [e for e in evidence if _counts(claim, e) and e.similarity >= floor]
+        contradicting = [e for e in evidence if e.signals and e.similarity >= floor]
     if contradicting:
         # Prefer the most similar disagreeing entry; among equals, the higher-priority source.
         chosen = min(contradicting, key=lambda e: (-round(e.similarity, 2), _priority(e.hit.entry)))
-        chosen.signals = _counts(claim, chosen)
         ordered = [chosen, *[e for e in evidence if e is not chosen]][:3]
         first = chosen.signals[0]
         return Outcome(
@@ -590,7 +587,7 @@ def _verdict(claim: str, domain: str | None, evidence: list[Evidence]) -> Outcom
     # Similarity only says which sentences to read: one that states every part of the claim supports it,
     # however it is worded ("Use bcrypt, scrypt or Argon2 …" against "recommends storing passwords with …").
     stating = next((e for e in evidence[:3] if not _parts_missing(claim, e)), None)
-    if stating is not None and not _counts(claim, stating):
+    if stating is not None and not stating.signals:
         ordered = [stating, *[e for e in evidence if e is not stating]][:3]
         return Outcome(
             claim, domain, Verdict.SUPPORTED, UNCALIBRATED, ordered,
@@ -665,14 +662,15 @@ def _stated_text(entry: KnowledgeEntry) -> str:
     return f"{entry.topic}. {entry.content} ({entry.source})"
 
 
-def _counts(claim: str, evidence: Evidence) -> list[dict[str, str]]:
-    """The signals that count at this evidence's similarity: a different identifier (Article 22 vs
-    Article 37) only means disagreement when the evidence is otherwise about the same thing — close, and
-    its entry says what the claim asserts of the identifier ("Article 30 requires records of processing"
-    is about another article than an entry on Article 28's processor contracts, not a wrong number)."""
+def _counting(claim: str, evidence: Evidence, signals: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The contradiction signals that count at this evidence's similarity: a different identifier
+    (Article 22 vs Article 37) only means disagreement when the evidence is otherwise about the same
+    thing — close, and its entry says what the claim asserts of the identifier ("Article 30 requires
+    records of processing" is about another article than an entry on Article 28's processor contracts,
+    not a wrong number)."""
     return [
         signal
-        for signal in evidence.signals
+        for signal in signals
         if signal["type"] != "identifier"
         or (
             evidence.similarity >= SUPPORT_SIMILARITY

@@ -177,6 +177,14 @@ def stance_clash(claim: str, evidence: str) -> StanceClash | None:
 
 
 _FIRST_WORD_RE = re.compile(r"\s*([A-Za-z]+)\b")
+
+
+def first_word(sentence: str) -> re.Match[str] | None:
+    """The word a sentence opens with (group 1), ignoring leading spaces; ``None`` when it opens with
+    anything else (a number, a quote)."""
+    return _FIRST_WORD_RE.match(sentence)
+
+
 PROHIBIT, REQUIRE, RECOMMEND, PERMIT, STATE = "prohibit", "require", "recommend", "permit", "state"
 
 
@@ -185,7 +193,7 @@ def imperative(sentence: str) -> str:
     sentence is not a command: its first word is no such verb, or a verb of being follows it ("Hash
     functions are fast" describes)."""
     cues = modality_cues()
-    first = _FIRST_WORD_RE.match(sentence)
+    first = first_word(sentence)
     if first is None or first.group(1).lower() not in cues.imperative_verbs:
         return ""
     rest = {word.lower() for word in _WORD_RE.findall(sentence[first.end() :])}
