@@ -16,6 +16,7 @@ from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Permission, User
+from django.db import connection, connections
 from django.test import Client, override_settings
 
 from apps.connectors.selectors import process_caches_clear
@@ -27,6 +28,22 @@ from apps.core.redis import get_redis
 from apps.core.services import api_token_create, api_token_limiter, page_submission_limiter
 from cortexweb.celery import app as celery_app
 from tests.listener import Listener
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker) -> Iterator[None]:
+    """pytest-django's test database, dropped at the end without waiting: a connection some thread of
+    the run still holds (a worker's, a live server's) would make Postgres wait 5 s before refusing to
+    drop it, twice (10 s at the end of every run, and the database left behind)."""
+    yield
+    with django_db_blocker.unblock():
+        connections.close_all()
+        name = connection.settings_dict["NAME"]
+        with connection._nodb_cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                [name],
+            )
 
 
 @pytest.fixture(scope="session")

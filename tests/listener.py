@@ -51,7 +51,9 @@ class Listener:
         self._server = _RecordingServer()
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def connections(self) -> int:
