@@ -119,10 +119,23 @@ def word_base(word: str) -> str:
 
 
 @functools.cache
+def opposite_pairs() -> tuple[tuple[str, str], ...]:
+    """The opposites list with the lists it names (``also_from``: files beside this one, such as
+    WordNet's direct antonyms)."""
+    opposites = judge_words()["opposites"]
+    pairs = [tuple(pair) for pair in opposites["pairs"]]
+    folder = Path(settings.GROUNDING_JUDGE_WORDS).parent
+    for name in opposites.get("also_from", []):
+        listed = json.loads((folder / name).read_text(encoding="utf-8"))["pairs"]
+        pairs.extend(tuple(pair) for pair in listed)
+    return tuple((left, right) for left, right in pairs)
+
+
+@functools.cache
 def opposite_bases() -> dict[str, frozenset[str]]:
-    """Each word base of the opposites list with the bases of its opposites (both ways)."""
+    """Each word base of the opposites lists with the bases of its opposites (both ways)."""
     found: dict[str, set[str]] = {}
-    for left, right in judge_words()["opposites"]["pairs"]:
+    for left, right in opposite_pairs():
         found.setdefault(word_base(left), set()).add(word_base(right))
         found.setdefault(word_base(right), set()).add(word_base(left))
     return {base: frozenset(others) for base, others in found.items()}

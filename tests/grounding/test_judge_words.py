@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from apps.grounding.contradictions import contradiction_signals, opposed_words
-from apps.grounding.judge_words import judge_words, stance_cues, word_base
+from apps.grounding.judge_words import judge_words, opposite_pairs, stance_cues, word_base
 from apps.grounding.stance import ENDORSE, REJECT, stance_agreement, stance_clash, stances
 
 LISTS = ("reject_before", "reject_after", "endorse_before", "endorse_after")
@@ -119,6 +119,19 @@ def test_the_opposites_are_clean_pairs_of_lowercase_words_without_repeats() -> N
     assert len(unordered) == len(set(unordered))
 
 
+def test_wordnets_antonyms_are_read_with_the_list_and_repeat_none_of_it() -> None:
+    own = judge_words()["opposites"]["pairs"]
+    pairs = opposite_pairs()
+    assert len(pairs) > len(own) + 3000  # WordNet 3.0's direct antonyms (scripts/wordnet_antonyms.py)
+    assert all(word == word.strip().lower() and word for pair in pairs for word in pair)
+    assert all(word_base(left) != word_base(right) for left, right in pairs)
+    unordered = [frozenset(pair) for pair in pairs]
+    assert len(unordered) == len(set(unordered))
+    # Words the judge reads with rules of their own are not also antonyms ("pays off" is not "on").
+    function_words = set(judge_words()["function_words"]["words"])
+    assert not [pair for pair in pairs[len(own) :] if set(pair) & function_words]
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence", "opposed"),
     [
@@ -128,6 +141,9 @@ def test_the_opposites_are_clean_pairs_of_lowercase_words_without_repeats() -> N
         ("The heater is enabled at night.", "Disable the heater at night.", [("enabled", "disable")]),
         # A hyphenated opposite is its own word: "non-blocking" is not "blocking".
         ("The tap is non-blocking.", "The tap is blocking.", [("non-blocking", "blocking")]),
+        # WordNet's antonyms, not in the judge's own list.
+        ("Frost strengthens the old hedge.", "Frost weakens the old hedge.", [("strengthens", "weakens")]),
+        ("The loan is paid on time.", "The loan is paid off.", []),
         # A text that says both words takes no side.
         ("Pruning increases the harvest.", "Pruning increases the harvest and reduces the frost damage.", []),
     ],
