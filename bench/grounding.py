@@ -11,6 +11,8 @@ The claim sets in ``tests/data/`` (its README says how each was written and what
   third stop): development sets now;
 * ``grounding_claims_development5.jsonl`` — written blind, for issue #24's fourth stop, and studied
   from the start: a fifth development set;
+* ``grounding_claims_development6.jsonl`` — written blind for the fifth stop (a word or an order
+  reversed in an entry's own wording; free rewordings) and studied from the start;
 * ``grounding_claims_calibration3.jsonl`` … ``grounding_claims_calibration8.jsonl`` — written blind,
   after the rules they are judged with; the confidence calibration is fitted on the six together
   (``manage.py grounding calibrate``), so their figures are in-sample;
@@ -61,6 +63,8 @@ CALIBRATION = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_cal
 CALIBRATION2 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_calibration2.jsonl"
 # Written blind and studied from the start (issue #24's fourth stop).
 DEVELOPMENT5 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_development5.jsonl"
+# Written blind for issue #24's fifth stop (one-change reversals and free rewordings) and studied.
+DEVELOPMENT6 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_development6.jsonl"
 # Written blind after the rules were; the confidence table is fitted on the six together, nothing else is.
 FITTED_ON = [
     Path(settings.BASE_DIR) / "tests" / "data" / f"grounding_claims_calibration{number}.jsonl"
@@ -170,6 +174,7 @@ def run(report) -> None:
         "grounding.calibration(studied)": _read(CALIBRATION),
         "grounding.calibration2(studied)": _read(CALIBRATION2),
         "grounding.development5(studied)": _read(DEVELOPMENT5),
+        "grounding.development6(studied)": _read(DEVELOPMENT6),
         "grounding.calibration3-8(fitted on)": [claim for path in FITTED_ON for claim in _read(path)],
         "grounding.blind2": _read(BLIND),
     }

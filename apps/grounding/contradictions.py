@@ -35,9 +35,43 @@ Signal = dict[str, str]
 _NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "eighteen": 18, "twenty": 20, "twenty-four": 24, "thirty": 30, "forty": 40,
-    "forty-eight": 48, "fifty": 50, "sixty": 60, "seventy-two": 72, "ninety": 90, "hundred": 100,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "thousand": 1000,
 }  # fmt: skip
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_UNITS_IN_WORDS = "|".join(
+    sorted((word for word, value in _NUMBER_WORDS.items() if 0 < value < 20), key=len, reverse=True)
+)
+_SIMPLE_NUMBER_WORD = rf"(?:(?:{_TENS})(?:-(?:{_UNITS_IN_WORDS}))?|{_UNITS_IN_WORDS}|zero)"
+#: A number in words, whole: "four", "sixty-four", "five hundred", "two thousand and twelve" (read as one
+#: number, so "sixty-four bits" is not "four bits" and "five hundred residents" not "hundred residents").
+_NUMBER_WORD_ALTERNATIVES = (
+    rf"(?:{_SIMPLE_NUMBER_WORD}[\s-]+(?:hundred|thousand)(?:[\s-]+(?:and\s+)?{_SIMPLE_NUMBER_WORD})?"
+    rf"|{_SIMPLE_NUMBER_WORD}|hundred|thousand)"
+)
+
+
+def number_word_value(text: str) -> int | None:
+    """The value of a number written in words ("sixty-four" 64, "five hundred" 500), else ``None``."""
+    total = current = 0
+    words = re.split(r"[\s-]+", text.strip().lower())
+    if not set(words) & _NUMBER_WORDS.keys():
+        return None
+    for word in words:
+        if word == "and":
+            continue
+        if word == "hundred":
+            current = (current or 1) * 100
+        elif word == "thousand":
+            total, current = total + (current or 1) * 1000, 0
+        elif word in _NUMBER_WORDS:
+            current += _NUMBER_WORDS[word]
+        else:
+            return None
+    return total + current
+
+
 # Units → (dimension, factor to the dimension's base unit).
 _UNITS = {
     "second": ("time", 1 / 3600), "seconds": ("time", 1 / 3600), "minute": ("time", 1 / 60),
@@ -56,7 +90,6 @@ _UNITS = {
 }  # fmt: skip
 _UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
 # "1,209,600 seconds" is one number (thousands groups), not "209,600 seconds".
-_NUMBER_WORD_ALTERNATIVES = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _NUMBER = r"(\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:[.,]\d+)?|" + _NUMBER_WORD_ALTERNATIVES + r")"
 _QUANTITY_RE = re.compile(
     rf"(?<![\w.]){_NUMBER}(?:-|\s+)?(?:{'|'.join(['more', 'additional'])}\s+)?({_UNIT_PATTERN})\b", re.I
@@ -142,8 +175,9 @@ def _word(term: str) -> re.Pattern[str]:
 
 def _number(text: str) -> float | None:
     text = text.lower().replace(",", "")
-    if text in _NUMBER_WORDS:
-        return float(_NUMBER_WORDS[text])
+    in_words = number_word_value(text)
+    if in_words is not None:
+        return float(in_words)
     try:
         return float(text)
     except ValueError:
@@ -173,9 +207,8 @@ def quantities(text: str) -> list[Quantity]:
 # or a number that names something (Article 33, RFC 8446). The noun is the next word or, past one word
 # between, the word after it: both are counted, since only one of them is the noun ("18 specified types",
 # "100 requests per second").
-_COUNTED_WORDS = "|".join(
-    sorted((word for word in _NUMBER_WORDS if word not in {"zero", "one"}), key=len, reverse=True)
-)
+# "one" (and "zero") alone is as often a pronoun as a number; digits say "1".
+_COUNTED_WORDS = rf"(?!(?:zero|one)\b(?![\s-]+(?:hundred|thousand))){_NUMBER_WORD_ALTERNATIVES}"
 # "one" is as often a pronoun as a number; digits say "1".
 _COUNT_RE = re.compile(
     rf"(?<![\w.$/-])(\d{{1,6}}|(?:{_COUNTED_WORDS})\b)\s+([a-z]+)(?:\s+([a-z]{{3,}}))?\b", re.I
@@ -189,7 +222,7 @@ def counts(text: str) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
     for match in _COUNT_RE.finditer(text):
         number = match.group(1).lower()
-        value = _NUMBER_WORDS[number] if number in _NUMBER_WORDS else int(number)
+        value = int(number) if number.isdigit() else number_word_value(number) or 0
         if 1900 <= value <= 2100 or _IDENTIFIER_PREFIX_RE.search(
             text[max(0, match.start() - 10) : match.start()]
         ):
@@ -810,13 +843,16 @@ def _modal_flip(claim: str, evidence: str) -> Signal | None:
 _DETAIL_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*|\b\w*(?:[A-Z]\w*[A-Z]|\d|_)[\w-]*", re.U)
 
 
+_NUMBER_IN_WORDS_RE = re.compile(rf"(?<![\w-]){_NUMBER_WORD_ALTERNATIVES}(?![\w-])", re.I)
+
+
 def unstated_details(claim: str, evidence: str) -> list[str]:
     """The claim's numbers and names that the evidence does not state ("UUID version 8" against an entry
     on versions 4 and 7): a claim that adds such a detail is more than its evidence supports.
     Quantities count as stated when equal in value ("3 days" and "72 hours"), numbers when written in
     words ("six years")."""
     lowered = evidence.lower()
-    stated_numbers = {_number(word) for word in re.findall(r"[\w-]+", lowered) if word in _NUMBER_WORDS}
+    stated_numbers = {_number(match.group(0)) for match in _NUMBER_IN_WORDS_RE.finditer(lowered)}
     stated_numbers.update(_number(n) for n in re.findall(r"\d+(?:[.,]\d+)*", evidence))
     equal_quantities = {
         q.text for q in quantities(claim) if any(abs(q.value - e.value) < 1e-6 for e in quantities(evidence))

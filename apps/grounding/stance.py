@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 from apps.grounding.contradictions import (
     _NUMBER_WORD_ALTERNATIVES,
-    _NUMBER_WORDS,
     MIN_SHARED_WORDS,
     _stem,
     content_words,
     name_tokens,
     negated_words,
+    number_word_value,
     opposed_words,
     shared_weight,
     unstated_details,
@@ -331,7 +331,7 @@ def claim_parts(claim: str, sentence: str, context: str) -> Parts:
     numbers = tuple(
         word
         for word in _WORD_RE.findall(claim.lower())
-        if word in _NUMBER_WORDS and not _number_stated(word, stated)
+        if number_word_value(word) is not None and not _number_stated(word, stated)
     )
     return Parts(
         details=tuple(dict.fromkeys((*unstated_details(claim, stated), *capitals, *numbers))),
@@ -401,7 +401,7 @@ def _substitutions(claim: str, evidence: str) -> list[str]:
 
 def _number_stated(word: str, text: str) -> bool:
     """Whether ``text`` states the number ``word`` names, in words or digits."""
-    value = _NUMBER_WORDS[word]
+    value = number_word_value(word)
     return re.search(rf"(?<![\w.]){value}(?![\d])|\b{word}\b", text, re.I) is not None
 
 
@@ -427,7 +427,7 @@ _OTHER_SIDE_RE = re.compile(rf"(?:{_CONTRAST}|or|not an?|not the)\s", re.I)
 #: The most words a piece of a sentence has that is a name in a list rather than a clause.
 MAX_FRAGMENT_WORDS = 3
 _DIGITS_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
-_NUMBER_WORD_RE = re.compile(rf"\b({_NUMBER_WORD_ALTERNATIVES})\b", re.I)
+_NUMBER_WORD_RE = re.compile(rf"(?<![\w-])({_NUMBER_WORD_ALTERNATIVES})(?![\w-])", re.I)
 
 
 def _joined_fragments(pieces: list[str]) -> list[str]:
@@ -460,7 +460,7 @@ def _numbers(text: str) -> frozenset[str]:
     found = {match.group(0).replace(",", "") for match in _DIGITS_RE.finditer(text)}
     # "one" is as often a pronoun ("a required one", "one of them") as a number: digits say "1".
     words = (word.lower() for word in _NUMBER_WORD_RE.findall(text))
-    found |= {str(_NUMBER_WORDS[word]) for word in words if word != "one"}
+    found |= {str(number_word_value(word)) for word in words if word != "one"}
     return frozenset(found)
 
 
@@ -543,9 +543,16 @@ class _NumberPiece:
     words: frozenset[str]  # what it is about (``_bound_words``)
 
 
+#: The words before "second" that make it a unit of time, not a rank ("1 second", "per second").
+_BEFORE_A_SECOND_OF_TIME = re.compile(r"(?:\d|\b(?:per|a|an|each|every|one|half|a tenth of a))\s*$", re.I)
+
+
 def _ranks(text: str) -> frozenset[str]:
     return frozenset(
-        f"#{_ORDINALS[word.lower()] if word else digits}" for word, digits in _ORDINAL_RE.findall(text)
+        f"#{_ORDINALS[word.lower()] if word else digits}"
+        for match in _ORDINAL_RE.finditer(text)
+        for word, digits in [match.groups()]
+        if not (word and word.lower() == "second" and _BEFORE_A_SECOND_OF_TIME.search(text[: match.start()]))
     )
 
 

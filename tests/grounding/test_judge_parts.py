@@ -14,6 +14,7 @@ from apps.grounding.stance import (
     REQUIRE,
     STATE,
     Parts,
+    _ranks,
     asserted_share,
     claim_parts,
     imperative,
@@ -277,3 +278,16 @@ def test_a_sentence_that_says_the_opposite_word_does_not_state_the_claim() -> No
 def test_the_share_of_a_claim_a_text_says_reads_a_hyphen_as_a_space() -> None:
     assert asserted_share("Tomatoes are frost tender plants.", "Tomatoes are frost-tender plants.") == 1.0
     assert asserted_share("Frost-tender tomatoes need a greenhouse.", "Tomatoes are frost tender.") == 0.75
+
+
+@pytest.mark.parametrize(
+    ("text", "ranks"),
+    [
+        ("The marrow came second and the leek 3rd.", {"#2", "#3"}),
+        ("The second pump fills a cup in 1 second.", {"#2"}),
+        # After a number or "per", "each", "a", "second" is a unit of time.
+        ("The pump moves 2 litres per second, or 0.1 second a cup, a litre each second.", set()),
+    ],
+)
+def test_second_is_a_rank_unless_it_is_a_unit_of_time(text: str, ranks: set[str]) -> None:
+    assert _ranks(text) == ranks

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.grounding.contradictions import contradiction_signals, opposed_words
+from apps.grounding.contradictions import contradiction_signals, number_word_value, opposed_words
 from apps.grounding.judge_words import judge_words, opposite_pairs, stance_cues, word_base
 from apps.grounding.stance import ENDORSE, REJECT, stance_agreement, stance_clash, stances
 
@@ -174,3 +174,29 @@ def test_an_opposite_word_where_the_evidence_says_the_rest_of_the_clause_contrad
 def test_an_opposite_word_elsewhere_or_under_a_negation_is_no_opposite(evidence: str) -> None:
     signals = contradiction_signals("Pruning apple trees in spring increases their harvest.", evidence)
     assert [signal for signal in signals if signal["type"] == "opposite"] == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "signals"),
+    [
+        # A number in words is read whole: "sixty-four bits" is 64 bits, not 4.
+        ("The lock needs a key of sixty-four bits.", "The lock needs a key of 64 bits.", []),
+        ("Over five hundred residents were asked.", "Over 500 residents were asked.", []),
+        ("It lasts two thousand and twelve hours.", "It lasts 2012 hours.", []),
+        (
+            "The lock needs a key of sixty-five bits.",
+            "The lock needs a key of 64 bits.",
+            [{"type": "quantity", "claim": "sixty-five bits", "evidence": "64 bits"}],
+        ),
+    ],
+)
+def test_numbers_written_in_words_are_read_whole(claim: str, evidence: str, signals: list[dict]) -> None:
+    assert contradiction_signals(claim, evidence) == signals
+
+
+def test_a_number_in_words_has_its_value() -> None:
+    assert [
+        number_word_value(text) for text in ("four", "sixty-four", "five hundred", "one hundred and one")
+    ] == [4, 64, 500, 101]
+    assert number_word_value("and") is None
+    assert number_word_value("dozen") is None
