@@ -209,7 +209,6 @@ def quantities(text: str) -> list[Quantity]:
 # "100 requests per second").
 # "one" (and "zero") alone is as often a pronoun as a number; digits say "1".
 _COUNTED_WORDS = rf"(?!(?:zero|one)\b(?![\s-]+(?:hundred|thousand))){_NUMBER_WORD_ALTERNATIVES}"
-# "one" is as often a pronoun as a number; digits say "1".
 _COUNT_RE = re.compile(
     rf"(?<![\w.$/-])(\d{{1,6}}|(?:{_COUNTED_WORDS})\b)\s+([a-z]+)(?:\s+([a-z]{{3,}}))?\b", re.I
 )

@@ -544,7 +544,7 @@ class _NumberPiece:
 
 
 #: The words before "second" that make it a unit of time, not a rank ("1 second", "per second").
-_BEFORE_A_SECOND_OF_TIME = re.compile(r"(?:\d|\b(?:per|a|an|each|every|one|half|a tenth of a))\s*$", re.I)
+_BEFORE_A_SECOND_OF_TIME = re.compile(r"(?:\d|\b(?:per|a|an|each|every|one|half))\s*$", re.I)
 
 
 def _ranks(text: str) -> frozenset[str]:
