@@ -668,7 +668,7 @@ def _counting(claim: str, evidence: Evidence, signals: list[dict[str, str]]) -> 
     thing — close, and its entry says what the claim asserts of the identifier ("Article 30 requires
     records of processing" is about another article than an entry on Article 28's processor contracts,
     not a wrong number)."""
-    return [
+    counting = [
         signal
         for signal in signals
         if signal["type"] != "identifier"
@@ -677,6 +677,15 @@ def _counting(claim: str, evidence: Evidence, signals: list[dict[str, str]]) -> 
             and _asserted_coverage(claim, [evidence]) >= MIN_ASSERTED_COVERAGE
         )
     ]
+    if any(signal["type"] == "negation" for signal in counting):
+        # A negation clashes where the claim is said: the sentence closest to the claim must carry it
+        # too, or the "not" is about something else of the entry ("Insecure Deserialization from 2017 is
+        # now part of it" after "… does not …" in another sentence). A disagreeing number may sit in
+        # the next sentence; a negation may not.
+        in_sentence = {signal["type"] for signal in contradiction_signals(claim, evidence.sentence)}
+        if "negation" not in in_sentence:
+            counting = [signal for signal in counting if signal["type"] != "negation"]
+    return counting
 
 
 def _priority(entry: KnowledgeEntry) -> int:

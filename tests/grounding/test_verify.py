@@ -501,3 +501,33 @@ def test_a_claim_one_clause_of_a_long_sentence_says_is_close_to_it(settings) -> 
     assert outcome.rests_on.startswith("The closest evidence (GARD-001) does not state 15"), outcome.rests_on
     # The evidence shown is still the whole sentence, which the claim is read against part by part.
     assert outcome.evidence[0].sentence.startswith("Raised beds must be at least 30 centimetres deep")
+
+
+def test_a_negation_in_another_sentence_of_the_entry_is_no_contradiction() -> None:
+    """The "not" of an entry's other sentence is about something else: a negation clashes only where the
+    claim is said, in the sentence closest to it (a disagreeing number may sit in the next sentence)."""
+    entry = (
+        "K08:2021 Pot and Plate Glaze Failures is a new category in the Kitchen Top 10 2021 about pots and "
+        "plates that do not resist glaze cracks, such as bowls, jugs and plates fired without checking the "
+        "glaze. Cracked Pots from 2017 is now part of it."
+    )
+    claim = (
+        "Cracked Pots, a category from the 2017 list, was folded into K08:2021, the new category about "
+        "failures of pot and plate glaze."
+    )
+    # Read against the whole entry, the first sentence's "do not resist" is the other polarity.
+    assert [signal["type"] for signal in contradiction_signals(claim, entry)] == ["negation"]
+    knowledge_services.entries_import(
+        domain_name="crockery",
+        pack=_validated(
+            [({"id": "CROC-001", "topic": "Crockery categories", "source": "Kitchen handbook",
+               "content": entry}, "$", {})],
+            {},
+        ),
+        source_name="crockery",
+        location="test",
+    )  # fmt: skip
+    outcome = services.claim_judge_local(claim=claim, domain="crockery", agents=services._agents())
+    assert outcome.evidence[0].sentence == "Cracked Pots from 2017 is now part of it."
+    assert not outcome.basis.startswith("contradicted"), outcome.rests_on
+    assert [signal for signal in outcome.signals if signal["type"] == "negation"] == []
