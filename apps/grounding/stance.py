@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from apps.grounding.contradictions import (
-    _NUMBER_WORD_ALTERNATIVES,
+    _NUMBER_IN_WORDS_RE,
     MIN_SHARED_WORDS,
     _stem,
     content_words,
@@ -427,7 +427,6 @@ _OTHER_SIDE_RE = re.compile(rf"(?:{_CONTRAST}|or|not an?|not the)\s", re.I)
 #: The most words a piece of a sentence has that is a name in a list rather than a clause.
 MAX_FRAGMENT_WORDS = 3
 _DIGITS_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
-_NUMBER_WORD_RE = re.compile(rf"(?<![\w-])({_NUMBER_WORD_ALTERNATIVES})(?![\w-])", re.I)
 
 
 def _joined_fragments(pieces: list[str]) -> list[str]:
@@ -459,7 +458,7 @@ def _numbers(text: str) -> frozenset[str]:
     """The numbers of ``text``, in digits ("two" is "2", "1,209,600" is "1209600")."""
     found = {match.group(0).replace(",", "") for match in _DIGITS_RE.finditer(text)}
     # "one" is as often a pronoun ("a required one", "one of them") as a number: digits say "1".
-    words = (word.lower() for word in _NUMBER_WORD_RE.findall(text))
+    words = (word.lower() for word in _NUMBER_IN_WORDS_RE.findall(text))
     found |= {str(number_word_value(word)) for word in words if word != "one"}
     return frozenset(found)
 
