@@ -28,7 +28,7 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from apps.grounding.judge_words import judge_words, negative_verbs, opposite_bases, word_base
+from apps.grounding.judge_words import judge_words, negative_verbs, opposite_bases, scope_words, word_base
 
 Signal = dict[str, str]
 
@@ -597,22 +597,46 @@ NEGATION_SCOPE_WORDS = 3
 _SCOPE_END_RE = re.compile(r"[,;:.!?()]")
 
 
-def _negation_scopes(text: str, *, denials: bool = True) -> list[tuple[str, list[str]]]:
+# A negated passive negates its subject, before it: "X should not be used", "X is prohibited by Y"; with
+# an agent ("prohibited by Y") what follows the cue is not what it negates.
+_PASSIVE_AFTER_CUE_RE = re.compile(r"\s+(?:be|been|by)\b", re.I)
+_AGENT_AFTER_CUE_RE = re.compile(r"\s+by\b", re.I)
+_WITHOUT_RE = re.compile(r"\bwithout\b", re.I)
+
+
+def _scope_words(text: str) -> list[str]:
+    return [
+        _stem(part)
+        for word in _CONTENT_WORD_RE.findall(text.lower())
+        for part in word.split("-")
+        if len(part) > 2 and part not in _FUNCTION_WORDS
+    ]
+
+
+def _negation_scopes(
+    text: str, *, denials: bool = True, absences: bool = False, passives: bool = False, agents: bool = False
+) -> list[tuple[str, list[str]]]:
     """Each negation in ``text`` and the content words it applies to: the next few, up to the clause's
-    end ("no comparison-based sort can" → compar, bas, sort)."""
+    end ("no comparison-based sort can" → compar, bas, sort). With ``passives``, a negated passive's
+    subject too ("the random module should not be used" → used, security, purpos, random, modul);
+    with ``agents``, only the subject of one with an agent ("X is prohibited by Y" → X); with
+    ``absences``, what follows "without" ("without neutralising elements")."""
     text = without_non_negations(text)
     scopes = []
-    cues = [*_NEGATION_RE.finditer(text), *(_DENIES_FOLLOWING_RE.finditer(text) if denials else ())]
+    cues = [
+        *_NEGATION_RE.finditer(text),
+        *(_DENIES_FOLLOWING_RE.finditer(text) if denials else ()),
+        *(_WITHOUT_RE.finditer(text) if absences else ()),
+    ]
     for match in cues:
         rest = text[match.end() :]
         end = _SCOPE_END_RE.search(rest)
-        words = [
-            _stem(part)
-            for word in _CONTENT_WORD_RE.findall((rest[: end.start()] if end else rest).lower())
-            for part in word.split("-")
-            if len(part) > 2 and part not in _FUNCTION_WORDS
-        ]
-        scopes.append((match.group(0), words[:NEGATION_SCOPE_WORDS]))
+        words = _scope_words(rest[: end.start()] if end else rest)[:NEGATION_SCOPE_WORDS]
+        with_agent = agents and _AGENT_AFTER_CUE_RE.match(rest)
+        if with_agent or (passives and _PASSIVE_AFTER_CUE_RE.match(rest)):
+            subject = _scope_words(_CLAUSE_RE.split(text[: match.start()])[-1] or "")
+            words = subject if with_agent else [*words, *subject]
+        scopes.append((match.group(0), words))
     return scopes
 
 
@@ -628,16 +652,41 @@ def _function_stems() -> frozenset[str]:
     return frozenset(_stem(word) for word in judge_words()["function_words"]["words"])
 
 
+@functools.lru_cache(maxsize=32768)
+def denied_words(text: str) -> frozenset[str]:
+    """Every content word ``text`` does not state plainly: those a negation applies to, a negated
+    passive's subject ("oven spray should not be used") and what it does "without" ("made without
+    activating the yeast")."""
+    scopes = _negation_scopes(text, absences=True, passives=True)
+    return frozenset(word for _, words in scopes for word in words)
+
+
+def _bounds_a_quantity(text: str) -> bool:
+    """Whether every negation in ``text`` is of a quantity ("nothing more to carry", "not all"): it bounds
+    what is said, it does not deny it."""
+    scopes = _negation_scopes(text, denials=False)
+    return bool(scopes) and all(words[:1] and words[0] in _scope_stems() for _, words in scopes)
+
+
+@functools.cache
+def _scope_stems() -> frozenset[str]:
+    """The words that rank, count or bound (judge_words.json "scope"), stemmed as negation scopes are."""
+    return frozenset(_stem(word) for word in scope_words())
+
+
 def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
     """What the claim negates, the evidence states plainly and never negates: "UTF-8 is not required"
     against "RFC 8259 requires JSON text … to be encoded in UTF-8" (whose own "not" is about something
     else)."""
-    evidence_negated = negated_words(evidence)
+    evidence_negated = denied_words(evidence)
     for sentence in _SENTENCE_END_RE.split(claim):
         # Only a plain negation: "hashed with Argon2id rather than a fast hash" names the fast hash as
         # the subject the evidence forbids, not as something it states.
-        for cue, words in _negation_scopes(sentence, denials=False):
+        for cue, words in _negation_scopes(sentence, denials=False, agents=True):
             head = words[0] if words else ""
+            # A negated quantity ("nothing more to carry") bounds what is said; it does not deny it.
+            if head in _scope_stems():
+                continue
             # The evidence negates what the claim negates, in other words: "does not cover disclosures …
             # for treatment" against "… covered entities …; it does not apply to disclosures … for treatment".
             if not head or (set(words) - _function_stems()) & evidence_negated:
@@ -660,8 +709,9 @@ def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence
     negated_clause = claim_clause if negated(claim_clause) else evidence_clause
     other_clause = evidence_clause if negated_clause is claim_clause else claim_clause
     return (
-        bool(negated_words(claim_clause) & negated_words(evidence))
+        bool(negated_words(claim_clause) & denied_words(evidence))
         or bool(negated_words(evidence_clause) & negated_words(claim))
+        or _bounds_a_quantity(negated_clause)
         or not negated_words(negated_clause) & content_words(other_clause)
     )
 
@@ -762,7 +812,11 @@ def name_tokens(text: str) -> frozenset[str]:
 SWAP_MARGIN = 2
 
 
-_CHANGE_RE = re.compile(r"\bfrom\s+([\w-]+(?:\.\w+)*)\s+to\s+([\w-]+(?:\.\w+)*)", re.I)
+# "from False to True", "from second place to seventh", "from third place in 2017 to first": what
+# follows "from" and "to" (a word or two of what it is may come between).
+_CHANGE_RE = re.compile(
+    r"\bfrom\s+(?:the\s+)?([\w-]+(?:\.\w+)*)(?:\s+[\w-]+){0,3}?\s+to\s+(?:the\s+)?([\w-]+(?:\.\w+)*)", re.I
+)
 
 
 def _reversed_change(claim: str, evidence: str) -> Signal | None:

@@ -200,3 +200,71 @@ def test_a_number_in_words_has_its_value() -> None:
     ] == [4, 64, 500, 101]
     assert number_word_value("and") is None
     assert number_word_value("dozen") is None
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # A negated passive negates its subject: the evidence does not state oven spray plainly.
+        (
+            "Clean enamel ovens with baking soda, and not with oven spray.",
+            "Oven spray should not be used on enamel; baking soda cleans enamel ovens safely.",
+        ),
+        # "X is prohibited by Y" negates X, not Y.
+        (
+            "Parking on the pavement is prohibited by the city traffic code unless a sign allows it.",
+            "The city traffic code prohibits parking on the pavement unless a sign allows it.",
+        ),
+        # What the evidence does "without", it does not state.
+        (
+            "Bread dough rises poorly when the yeast is not activated first.",
+            "Bread dough made without activating the yeast first rises poorly.",
+        ),
+        # A negated quantity bounds what is said ("nothing more"), it does not deny it.
+        (
+            "After the final coat of stain, the garden fence needs nothing more to protect it.",
+            "After the final coat of stain the garden fence is protected; more coats only darken it.",
+        ),
+        # "exempt" says the rule does not apply.
+        (
+            "Every visitor must sign in at reception, though delivery drivers are exempt.",
+            "Every visitor must sign in at reception; the rule does not apply to delivery drivers.",
+        ),
+    ],
+)
+def test_negations_in_other_forms_are_no_polarity_clash(claim: str, evidence: str) -> None:
+    assert [signal for signal in contradiction_signals(claim, evidence) if signal["type"] == "negation"] == []
+
+
+def test_a_negated_claim_against_plain_evidence_is_still_a_polarity_clash() -> None:
+    signals = contradiction_signals(
+        "The induction hob does not heat cast-iron pans evenly.",
+        "The induction hob heats cast-iron pans evenly and quickly.",
+    )
+    assert [signal["type"] for signal in signals] == ["negation"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "signals"),
+    [
+        # A change told the other way round, with a word or two of what changed between its ends.
+        (
+            "The team rose from seventh place to second in the league.",
+            "The team slid from second place to seventh in the league.",
+            [{"type": "opposite", "claim": "from seventh to second", "evidence": "from second to seventh"}],
+        ),
+        (
+            "The bakery moved from third place in 2019 to first in the town ranking.",
+            "The bakery fell from first place in 2019 to third in the town ranking.",
+            [{"type": "opposite", "claim": "from third to first", "evidence": "from first to third"}],
+        ),
+        # The same change told the same way is no clash.
+        (
+            "The team climbed from seventh place to second in the league.",
+            "The team rose from seventh place to second in the league.",
+            [],
+        ),
+    ],
+)
+def test_a_change_told_the_other_way_round_is_opposed(claim: str, evidence: str, signals: list[dict]) -> None:
+    assert contradiction_signals(claim, evidence) == signals
