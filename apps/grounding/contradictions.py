@@ -689,7 +689,7 @@ def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
                 continue
             # The evidence negates what the claim negates, in other words: "does not cover disclosures …
             # for treatment" against "… covered entities …; it does not apply to disclosures … for treatment".
-            if not head or (set(words) - _function_stems()) & evidence_negated:
+            if not head or _overlap(set(words) - _function_stems(), evidence_negated):
                 continue
             for other in _SENTENCE_END_RE.split(evidence):
                 if head in content_words(other) and _same_names(sentence, other):
@@ -697,6 +697,12 @@ def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
                     if shared >= MIN_SHARED_WORDS + 1:
                         return {"type": "negation", "claim": f"{cue} {head}…", "evidence": "(affirmative)"}
     return None
+
+
+def _overlap(words: AbstractSet[str], other: AbstractSet[str]) -> bool:
+    """Whether two sets of stems share a word, whatever its form: the crude stem keeps the "e" of a bare
+    verb ("does not require" → require, "is not required" → requir)."""
+    return bool({word.removesuffix("e") for word in words} & {word.removesuffix("e") for word in other})
 
 
 def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence: str) -> bool:
@@ -709,8 +715,8 @@ def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence
     negated_clause = claim_clause if negated(claim_clause) else evidence_clause
     other_clause = evidence_clause if negated_clause is claim_clause else claim_clause
     return (
-        bool(negated_words(claim_clause) & denied_words(evidence))
-        or bool(negated_words(evidence_clause) & negated_words(claim))
+        _overlap(negated_words(claim_clause), denied_words(evidence))
+        or _overlap(negated_words(evidence_clause), negated_words(claim))
         or _bounds_a_quantity(negated_clause)
         or not negated_words(negated_clause) & content_words(other_clause)
     )

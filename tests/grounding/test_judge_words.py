@@ -225,6 +225,12 @@ def test_a_number_in_words_has_its_value() -> None:
             "After the final coat of stain, the garden fence needs nothing more to protect it.",
             "After the final coat of stain the garden fence is protected; more coats only darken it.",
         ),
+        # The evidence negates what the claim negates in another form of the word ("require", "required").
+        (
+            "The council does not require a parking permit for visitors who stay under an hour.",
+            "The council requires visitors to buy a parking permit for the street; this is not required "
+            "if, for example, they stay under an hour.",
+        ),
         # "exempt" says the rule does not apply.
         (
             "Every visitor must sign in at reception, though delivery drivers are exempt.",
