@@ -662,6 +662,27 @@ def _stated_text(entry: KnowledgeEntry) -> str:
     return f"{entry.topic}. {entry.content} ({entry.source})"
 
 
+#: An identifier the claim gives its subject in the predicate ("Argon2 is standardised in RFC 8018",
+#: "… since Python 3.8") is what it says of that subject: a different one in a close entry that says half
+#: of what the claim asserts is a wrong identifier. One the claim opens with ("GDPR Article 30 requires
+#: …") is its subject, so an entry on another must say what the claim asserts (MIN_ASSERTED_COVERAGE).
+MIN_PREDICATE_ID_COVERAGE = 0.5
+#: The words before an identifier that put it past the claim's subject.
+SUBJECT_WORDS = 4
+
+
+def _opens_with(claim: str, identifier: str) -> bool:
+    """Whether ``identifier`` (a signal's "rfc 8018", "python 3.8, 3.9") stands among the claim's first
+    words, its subject."""
+    values = identifier.split(" ", 1)[-1].split(", ")
+    found = [
+        match.start()
+        for value in values
+        if (match := re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", claim))
+    ]
+    return not found or len(claim[: min(found)].split()) < SUBJECT_WORDS
+
+
 def _counting(claim: str, evidence: Evidence, signals: list[dict[str, str]]) -> list[dict[str, str]]:
     """The contradiction signals that count at this evidence's similarity: a different identifier
     (Article 22 vs Article 37) only means disagreement when the evidence is otherwise about the same
@@ -674,7 +695,8 @@ def _counting(claim: str, evidence: Evidence, signals: list[dict[str, str]]) -> 
         if signal["type"] != "identifier"
         or (
             evidence.similarity >= SUPPORT_SIMILARITY
-            and _asserted_coverage(claim, [evidence]) >= MIN_ASSERTED_COVERAGE
+            and _asserted_coverage(claim, [evidence])
+            >= (MIN_ASSERTED_COVERAGE if _opens_with(claim, signal["claim"]) else MIN_PREDICATE_ID_COVERAGE)
         )
     ]
     if any(signal["type"] == "negation" for signal in counting):

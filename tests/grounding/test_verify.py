@@ -531,3 +531,37 @@ def test_a_negation_in_another_sentence_of_the_entry_is_no_contradiction() -> No
     assert outcome.evidence[0].sentence == "Cracked Pots from 2017 is now part of it."
     assert not outcome.basis.startswith("contradicted"), outcome.rests_on
     assert [signal for signal in outcome.signals if signal["type"] == "negation"] == []
+
+
+def test_a_wrong_identifier_in_the_predicate_contradicts_a_close_entry_that_says_half_the_claim() -> None:
+    """An identifier the claim gives its subject ("… is set out in Section 17") is what it says of that
+    subject: against a close entry that gives another, in other words for the rest, it is a wrong
+    identifier. One the claim opens with is its subject: an entry on another section is about
+    something else unless it says what the claim asserts."""
+    knowledge_services.entries_import(
+        domain_name="gardening",
+        pack=_validated(
+            [({"id": "GARD-002", "topic": "Blight warnings", "source": "Garden handbook",
+               "content": "The tomato blight warning scheme is described in Section 42 of the garden "
+                          "handbook, which recommends copper sprays against early blight."}, "$", {})],
+            {},
+        ),
+        source_name="gardening",
+        location="test",
+    )  # fmt: skip
+    agents = services._agents()
+    predicate = services.claim_judge_local(
+        claim="The blight warning scheme for tomatoes is laid down in Section 17 of the garden handbook, "
+        "which names copper sprays as the advised remedy.",
+        domain="gardening",
+        agents=agents,
+    )
+    assert predicate.basis == "contradicted:exact", predicate.rests_on
+    assert predicate.signals[0] == {"type": "identifier", "claim": "section 17", "evidence": "section 42"}
+    subject = services.claim_judge_local(
+        claim="Section 17 of the garden handbook sets out the tomato blight warning scheme and advises "
+        "burning the infected plants.",
+        domain="gardening",
+        agents=agents,
+    )
+    assert subject.verdict == "unverified", subject.rests_on
