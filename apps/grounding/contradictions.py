@@ -77,6 +77,7 @@ _UNITS = {
     "second": ("time", 1 / 3600), "seconds": ("time", 1 / 3600), "minute": ("time", 1 / 60),
     "minutes": ("time", 1 / 60), "hour": ("time", 1), "hours": ("time", 1), "hrs": ("time", 1),
     "day": ("time", 24), "days": ("time", 24), "business days": ("time", 24), "calendar days": ("time", 24),
+    "business day": ("time", 24), "calendar day": ("time", 24),
     "week": ("time", 168), "weeks": ("time", 168), "month": ("time", 720), "months": ("time", 720),
     "year": ("time", 8760), "years": ("time", 8760),
     "ms": ("time", 1 / 3_600_000), "milliseconds": ("time", 1 / 3_600_000),
@@ -88,7 +89,10 @@ _UNITS = {
     "rounds": ("count-rounds", 1), "iterations": ("count-iterations", 1), "residents": ("count-people", 1),
     "individuals": ("count-people", 1), "people": ("count-people", 1), "million": ("money-million", 1),
 }  # fmt: skip
-_UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+# A unit of two words may be hyphenated with its number: "a 60-calendar-day limit".
+_UNIT_PATTERN = "|".join(
+    re.escape(unit).replace(r"\ ", r"[\s-]") for unit in sorted(_UNITS, key=len, reverse=True)
+)
 # "1,209,600 seconds" is one number (thousands groups), not "209,600 seconds".
 _NUMBER = r"(\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:[.,]\d+)?|" + _NUMBER_WORD_ALTERNATIVES + r")"
 _QUANTITY_RE = re.compile(
@@ -195,7 +199,7 @@ def quantities(text: str) -> list[Quantity]:
     found = []
     for match in _QUANTITY_RE.finditer(text):
         number = _number(match.group(1))
-        unit = match.group(2).lower()
+        unit = re.sub(r"[\s-]+", " ", match.group(2).lower())
         if number is None or unit not in _UNITS:
             continue
         dimension, factor = _UNITS[unit]
@@ -217,8 +221,21 @@ _NOT_COUNTED = frozenset(
 )
 
 
+# "the iteration count to 1,000,000", "the number of iterations went up to 600,000": a count named
+# before its number, which follows within a few words.
+_NAMED_COUNT_RE = re.compile(
+    r"\b(?:number of ([a-z]{3,})|([a-z]{3,}) count)\b(?:\s+[a-z][\w-]*){0,5}?"
+    r"\s+(?:to|of|is|at|was|reaches|reached)\s+(\d{1,3}(?:,\d{3})+|\d+)(?![\w.,]?\d)",
+    re.I,
+)
+
+
 def counts(text: str) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
+    for match in _NAMED_COUNT_RE.finditer(text):
+        value = int(match.group(3).replace(",", ""))
+        if not 1900 <= value <= 2100:
+            found.setdefault(_stem((match.group(1) or match.group(2)).lower()), set()).add(value)
     for match in _COUNT_RE.finditer(text):
         number = match.group(1).lower()
         value = int(number) if number.isdigit() else number_word_value(number) or 0

@@ -188,6 +188,18 @@ def test_an_opposite_word_elsewhere_or_under_a_negation_is_no_opposite(evidence:
             "The lock needs a key of 64 bits.",
             [{"type": "quantity", "claim": "sixty-five bits", "evidence": "64 bits"}],
         ),
+        # A count named before its number ("the stitch count to 400").
+        (
+            "The new pattern sets the default stitch count for each row to 300.",
+            "The new pattern raised the default stitch count to 400.",
+            [{"type": "quantity", "claim": "300 stitch", "evidence": "400 stitch"}],
+        ),
+        # A unit of two words hyphenated with its number.
+        (
+            "Tenants must be told within 90 days.",
+            "Tenants must be told within the same 60-calendar-day limit.",
+            [{"type": "quantity", "claim": "90 days", "evidence": "60-calendar-day"}],
+        ),
     ],
 )
 def test_numbers_written_in_words_are_read_whole(claim: str, evidence: str, signals: list[dict]) -> None:
