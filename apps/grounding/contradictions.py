@@ -907,10 +907,35 @@ def _permission_clash(claim: str, evidence: str) -> Signal | None:
     return None
 
 
+# The requirement levels of RFC 2119 ("MUST", "SHOULD", "MAY"), when not negated: an evidence that writes
+# one in capitals means exactly that level, so a claim at another level says something else.
+_REQUIREMENT_LEVELS = {
+    "must": "required", "shall": "required", "required": "required",
+    "should": "recommended", "recommended": "recommended",
+    "may": "optional", "optional": "optional",
+}  # fmt: skip
+_REQUIREMENT_LEVEL_RE = re.compile(rf"\b({'|'.join(_REQUIREMENT_LEVELS)})\b(?!\s+not\b)", re.I)
+
+
+def _requirement_levels(text: str, *, capitals: bool) -> dict[str, str]:
+    """The requirement levels ``text`` states, each with the word that says it (only words in capitals
+    with ``capitals``)."""
+    return {
+        _REQUIREMENT_LEVELS[match.group(1).lower()]: match.group(1)
+        for match in _REQUIREMENT_LEVEL_RE.finditer(text)
+        if not capitals or match.group(1).isupper()
+    }
+
+
 def _modal_flip(claim: str, evidence: str) -> Signal | None:
     claim_weak, evidence_strong = _first(_WEAK_MODAL_RE, claim), _first(_STRONG_MODAL_RE, evidence)
     if claim_weak and evidence_strong and not _STRONG_MODAL_RE.search(claim):
         return {"type": "modal", "claim": claim_weak, "evidence": evidence_strong}
+    stated = _requirement_levels(evidence, capitals=True)
+    claimed = _requirement_levels(claim, capitals=False)
+    if stated and claimed and not stated.keys() & claimed.keys():
+        (claim_word, *_), (evidence_word, *_) = claimed.values(), stated.values()
+        return {"type": "modal", "claim": claim_word, "evidence": evidence_word}
     return None
 
 

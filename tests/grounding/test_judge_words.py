@@ -286,3 +286,18 @@ def test_a_negated_claim_against_plain_evidence_is_still_a_polarity_clash() -> N
 )
 def test_a_change_told_the_other_way_round_is_opposed(claim: str, evidence: str, signals: list[dict]) -> None:
     assert contradiction_signals(claim, evidence) == signals
+
+
+@pytest.mark.parametrize(
+    ("claim", "signals"),
+    [
+        # An evidence that writes a requirement level in capitals (RFC 2119) means exactly that level.
+        ("Every bicycle MUST carry a bell.", [{"type": "modal", "claim": "MUST", "evidence": "SHOULD"}]),
+        ("Every bicycle must carry a bell.", [{"type": "modal", "claim": "must", "evidence": "SHOULD"}]),
+        ("Every bicycle should carry a bell.", []),
+    ],
+)
+def test_another_requirement_level_than_the_evidences_capitals_is_a_modal_clash(
+    claim: str, signals: list[dict]
+) -> None:
+    assert contradiction_signals(claim, "Every bicycle SHOULD carry a bell.") == signals
