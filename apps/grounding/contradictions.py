@@ -716,10 +716,23 @@ def _negated_head_stated(claim: str, evidence: str) -> Signal | None:
     return None
 
 
+# Words that say a thing is required: negated, each says what "not required" says ("there is no need to
+# tell them" against "this is not required").
+# (Stemmed as crudely as the rest: "need" is "nee", "needs" and "needed" are "need".)
+_REQUIREMENT_STEMS = frozenset(
+    {"requir", "nee", "need", "necessary", "mandatory", "obligatory", "compulsory"}
+)
+
+
 def _overlap(words: AbstractSet[str], other: AbstractSet[str]) -> bool:
     """Whether two sets of stems share a word, whatever its form: the crude stem keeps the "e" of a bare
-    verb ("does not require" → require, "is not required" → requir)."""
-    return bool({word.removesuffix("e") for word in words} & {word.removesuffix("e") for word in other})
+    verb ("does not require" → require, "is not required" → requir), and every word of requirement is
+    one."""
+
+    def forms(stems: AbstractSet[str]) -> set[str]:
+        return {"requir" if stem in _REQUIREMENT_STEMS else stem.removesuffix("e") for stem in stems}
+
+    return bool(forms(words) & forms(other))
 
 
 def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence: str) -> bool:
@@ -812,7 +825,8 @@ _FORBIDS_RE = re.compile(
 )
 _VERB_RE = re.compile(r"[a-z][a-z-]+", re.I)
 # Names: words with a digit, an underscore or a capital inside (MD5, SHA-1, 8996, select_related, PBKDF2).
-_NAME_TOKEN_RE = re.compile(r"\b\w*(?:\d|_|[a-z][A-Z])[\w.-]*", re.U)
+# A hyphen or dot inside a name joins it ("SHA-1", "UTF-8", "CWE-79"), not only after its digit.
+_NAME_TOKEN_RE = re.compile(r"\b(?:\w+[-.])*\w*(?:\d|_|[a-z][A-Z])[\w.-]*", re.U)
 
 
 def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.grounding.contradictions import contradiction_signals, number_word_value, opposed_words
+from apps.grounding.contradictions import contradiction_signals, name_tokens, number_word_value, opposed_words
 from apps.grounding.judge_words import judge_words, opposite_pairs, stance_cues, word_base
 from apps.grounding.stance import ENDORSE, REJECT, stance_agreement, stance_clash, stances
 
@@ -243,6 +243,12 @@ def test_a_number_in_words_has_its_value() -> None:
             "The council requires visitors to buy a parking permit for the street; this is not required "
             "if, for example, they stay under an hour.",
         ),
+        # "no need to" says what "not required" says.
+        (
+            "There is no need to buy a parking permit for visitors who stay under an hour.",
+            "The council requires visitors to buy a parking permit for the street; this is not required "
+            "if, for example, they stay under an hour.",
+        ),
         # "exempt" says the rule does not apply.
         (
             "Every visitor must sign in at reception, though delivery drivers are exempt.",
@@ -301,3 +307,18 @@ def test_another_requirement_level_than_the_evidences_capitals_is_a_modal_clash(
     claim: str, signals: list[dict]
 ) -> None:
     assert contradiction_signals(claim, "Every bicycle SHOULD carry a bell.") == signals
+
+
+def test_a_hyphenated_name_with_a_digit_is_one_name() -> None:
+    """ "R-12" is a name, not the number 12: a sentence endorsing it clashes with one rejecting it."""
+    assert name_tokens("Fridges once used R-12, UTF-8 and select_related, not 2.5 of them.") == {
+        "r-12",
+        "utf-8",
+        "select_related",
+        "2.5",
+    }
+    signals = contradiction_signals(
+        "Cooling a new fridge with R-12 refrigerant is acceptable.",
+        "Refrigerants such as R-12 or R-22 must not be used in new fridges.",
+    )
+    assert [signal["type"] for signal in signals] == ["stance"]
