@@ -13,6 +13,8 @@ The claim sets in ``tests/data/`` (its README says how each was written and what
   from the start: a fifth development set;
 * ``grounding_claims_development6.jsonl`` — written blind for the fifth stop (a word or an order
   reversed in an entry's own wording; free rewordings) and studied from the start;
+* ``grounding_claims_development7.jsonl`` — written blind for the sixth stop (what rules require,
+  permit and prohibit, in agents' many ways of saying it), scored once, then studied;
 * ``grounding_claims_calibration3.jsonl`` … ``grounding_claims_calibration8.jsonl`` — written blind,
   after the rules they are judged with; the confidence calibration is fitted on the six together
   (``manage.py grounding calibrate``), so their figures are in-sample;
@@ -65,6 +67,8 @@ CALIBRATION2 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_ca
 DEVELOPMENT5 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_development5.jsonl"
 # Written blind for issue #24's fifth stop (one-change reversals and free rewordings) and studied.
 DEVELOPMENT6 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_development6.jsonl"
+# Written blind for issue #24's sixth stop (obligations, permissions, prohibitions), scored once, studied.
+DEVELOPMENT7 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_development7.jsonl"
 # Written blind after the rules were; the confidence table is fitted on the six together, nothing else is.
 FITTED_ON = [
     Path(settings.BASE_DIR) / "tests" / "data" / f"grounding_claims_calibration{number}.jsonl"
@@ -175,6 +179,7 @@ def run(report) -> None:
         "grounding.calibration2(studied)": _read(CALIBRATION2),
         "grounding.development5(studied)": _read(DEVELOPMENT5),
         "grounding.development6(studied)": _read(DEVELOPMENT6),
+        "grounding.development7(studied)": _read(DEVELOPMENT7),
         "grounding.calibration3-8(fitted on)": [claim for path in FITTED_ON for claim in _read(path)],
         "grounding.blind2": _read(BLIND),
     }
