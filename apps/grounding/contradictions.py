@@ -347,6 +347,7 @@ def contradiction_signals(claim: str, evidence: str) -> list[Signal]:
         _opposite_terms,
         _opposite_in_aligned_clause,
         _clause_polarity_flip,
+        _requirement_level_clash,
         _negated_head_stated,
     ):
         found = check(claim, evidence)
@@ -945,11 +946,27 @@ def _modal_flip(claim: str, evidence: str) -> Signal | None:
     claim_weak, evidence_strong = _first(_WEAK_MODAL_RE, claim), _first(_STRONG_MODAL_RE, evidence)
     if claim_weak and evidence_strong and not _STRONG_MODAL_RE.search(claim):
         return {"type": "modal", "claim": claim_weak, "evidence": evidence_strong}
-    stated = _requirement_levels(evidence, capitals=True)
-    claimed = _requirement_levels(claim, capitals=False)
-    if stated and claimed and not stated.keys() & claimed.keys():
-        (claim_word, *_), (evidence_word, *_) = claimed.values(), stated.values()
-        return {"type": "modal", "claim": claim_word, "evidence": evidence_word}
+    return None
+
+
+def _requirement_level_clash(claim: str, evidence: str) -> Signal | None:
+    """A claim clause at another requirement level than an evidence clause that writes its level in
+    capitals and says the same thing (its names, three words of it): "every 429 response must include a
+    Retry-After header" against "… the response MAY include a Retry-After header"."""
+    for claim_clause in clauses(claim):
+        claimed = _requirement_levels(claim_clause, capitals=False)
+        if not claimed:
+            continue
+        for clause in clauses(evidence):
+            stated = _requirement_levels(clause, capitals=True)
+            if (
+                stated
+                and not stated.keys() & claimed.keys()
+                and _same_names(claim_clause, clause)
+                and shared_weight(content_words(claim_clause), content_words(clause)) >= MIN_SHARED_WORDS + 1
+            ):
+                (claim_word, *_), (evidence_word, *_) = claimed.values(), stated.values()
+                return {"type": "modal", "claim": claim_word, "evidence": evidence_word}
     return None
 
 

@@ -322,3 +322,12 @@ def test_a_hyphenated_name_with_a_digit_is_one_name() -> None:
         "Refrigerants such as R-12 or R-22 must not be used in new fridges.",
     )
     assert [signal["type"] for signal in signals] == ["stance"]
+
+
+def test_a_requirement_level_is_compared_with_the_clause_that_says_the_same_thing() -> None:
+    signals = contradiction_signals(
+        "Under the Cycling Code 2024, every rental bicycle must include a bell.",
+        "Rental bicycles are defined in the Cycling Code 2024 and cover city and mountain bicycles; a "
+        "rental bicycle MAY include a bell.",
+    )
+    assert signals == [{"type": "modal", "claim": "must", "evidence": "MAY"}]

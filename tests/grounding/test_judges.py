@@ -125,16 +125,16 @@ def test_hash_passwords_with_md5_is_never_supported_it_leans_contradicted_on_sec
 ) -> None:
     """Issue #24's first "Why": it came back supported (basis supported:close) resting on SEC-022. The
     imperative recommends MD5, SEC-022 says MD5 must not be used for passwords: a prohibited action
-    recommended. Of the 23 calibration claims judged on that basis 16 were contradicted (7 supported):
-    smoothed, (16 + 1) / (23 + 3) = 0.65, short of the 0.7 a decisive verdict needs, so it is not decided
-    but leans, and the abstention's confidence is (0 + 1) / (23 + 3)."""
+    recommended. Of the 24 calibration claims judged on that basis 17 were contradicted (7 supported):
+    smoothed, (17 + 1) / (24 + 3) = 0.67, short of the 0.7 a decisive verdict needs, so it is not decided
+    but leans, and the abstention's confidence is (0 + 1) / (24 + 3)."""
     result = services.verification_result(
         verification=services.claim_verify(claim="Hash passwords with MD5.")
     )
     assert result["verdict"] == Verdict.UNVERIFIED
     assert result["leaning"] == Verdict.CONTRADICTED
     assert result["judge"]["basis"] == "contradicted:prohibited"
-    assert result["confidence"] == 0.0385
+    assert result["confidence"] == 0.037
     assert result["sources"][0]["entry_id"] == "SEC-022"
     assert result["leaningOn"] == (
         "stance: the claim says “Hash … md5”, SEC-022 says “md5 … must not” (Fast general-purpose hashes "
