@@ -826,8 +826,11 @@ _FORBIDS_RE = re.compile(
 )
 _VERB_RE = re.compile(r"[a-z][a-z-]+", re.I)
 # Names: words with a digit, an underscore or a capital inside (MD5, SHA-1, 8996, select_related, PBKDF2).
-# A hyphen or dot inside a name joins it ("SHA-1", "UTF-8", "CWE-79"), not only after its digit.
-_NAME_TOKEN_RE = re.compile(r"\b(?:\w+[-.])*\w*(?:\d|_|[a-z][A-Z])[\w.-]*", re.U)
+# A token is read whole from its first dotted part that has such a mark ("models.CompositePrimaryKey" is
+# "CompositePrimaryKey"); a hyphen joins it ("SHA-1", "UTF-8", "CWE-79" are names, not the numbers 1, 8
+# and 79). Two linear passes, never a backtracking pattern: a long run of "a-a-a-…" costs its length.
+_NAME_CANDIDATE_RE = re.compile(r"\w[\w.-]*", re.U)
+_NAME_MARK_RE = re.compile(r"\d|_|[a-z][A-Z]", re.U)
 
 
 def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:
@@ -843,7 +846,13 @@ def _actions(pattern: re.Pattern[str], text: str) -> list[tuple[str, str, str]]:
 
 @functools.lru_cache(maxsize=32768)
 def name_tokens(text: str) -> frozenset[str]:
-    return frozenset(token.lower().rstrip(".") for token in _NAME_TOKEN_RE.findall(text))
+    found = set()
+    for token in _NAME_CANDIDATE_RE.findall(text):
+        parts = token.split(".")
+        marked = next((index for index, part in enumerate(parts) if _NAME_MARK_RE.search(part)), None)
+        if marked is not None:
+            found.add(".".join(parts[marked:]).lower().rstrip("."))
+    return frozenset(found)
 
 
 #: How many more words a claim clause must share with another name's evidence clause than with its own.

@@ -4,6 +4,8 @@ English, so it must work on any subject."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from apps.grounding.contradictions import contradiction_signals, name_tokens, number_word_value, opposed_words
@@ -331,3 +333,11 @@ def test_a_requirement_level_is_compared_with_the_clause_that_says_the_same_thin
         "rental bicycle MAY include a bell.",
     )
     assert signals == [{"type": "modal", "claim": "must", "evidence": "MAY"}]
+
+
+def test_reading_names_is_linear_in_a_long_hyphenated_run() -> None:
+    """40,000 characters of "a-a-a-…" are read in milliseconds; the backtracking pattern this replaced
+    took a third of a second for 4,000 and grew with the square of the length."""
+    started = time.perf_counter()
+    assert name_tokens("a-" * 20_000 + "SHA-1") == {"a-" * 20_000 + "sha-1"}
+    assert time.perf_counter() - started < 1.0
