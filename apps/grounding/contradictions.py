@@ -742,7 +742,11 @@ def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence
     * the other side negates the same thing elsewhere: "servers must not negotiate TLS 1.0" agrees
       with "…deprecates TLS 1.0: implementations MUST NOT negotiate these versions";
     * the negation is about something the other side does not speak of: "RFC 8996 deprecates TLS 1.0"
-      does not disagree with "TLS 1.0 is deprecated by RFC 8996 and must not be used"."""
+      does not disagree with "TLS 1.0 is deprecated by RFC 8996 and must not be used";
+    * the claim prohibits what the evidence only describes: "Never unpickle data from an untrusted
+      source" is the advice drawn from "… warns that unpickling data from an untrusted source can
+      execute arbitrary code". Whether the evidence recommends, permits or requires the prohibited
+      thing is the modal and stance checks' question, not a polarity's."""
     negated_clause = claim_clause if negated(claim_clause) else evidence_clause
     other_clause = evidence_clause if negated_clause is claim_clause else claim_clause
     return (
@@ -750,7 +754,15 @@ def _negates_alike(claim_clause: str, evidence_clause: str, claim: str, evidence
         or _overlap(negated_words(evidence_clause), negated_words(claim))
         or _bounds_a_quantity(negated_clause)
         or not negated_words(negated_clause) & content_words(other_clause)
+        or (negated_clause is claim_clause and _prohibits_what_is_described(claim_clause, evidence_clause))
     )
+
+
+def _prohibits_what_is_described(claim_clause: str, evidence_clause: str) -> bool:
+    from apps.grounding.stance import PROHIBIT, RECOMMEND, REQUIRE, modalities  # stance reads this module
+
+    # What the evidence permits ("… can execute arbitrary code" reads as "can") is the permission check's.
+    return PROHIBIT in modalities(claim_clause) and not modalities(evidence_clause) & {RECOMMEND, REQUIRE}
 
 
 def _first(pattern: re.Pattern[str], text: str) -> str:

@@ -262,6 +262,44 @@ def test_negations_in_other_forms_are_no_polarity_clash(claim: str, evidence: st
     assert [signal for signal in contradiction_signals(claim, evidence) if signal["type"] == "negation"] == []
 
 
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # A prohibition drawn from a warning: the evidence describes the danger, the claim advises against it.
+        (
+            "Never leave a chip pan on a hot hob unattended, because the fire service warns the oil can "
+            "ignite.",
+            "The fire service warns that leaving a chip pan on a hot hob unattended can set the oil alight.",
+        ),
+        (
+            "Do not feed bread to ducks in the park, since the warden says it makes them ill.",
+            "The park warden says that feeding bread to ducks makes them ill.",
+        ),
+    ],
+)
+def test_a_prohibition_of_what_the_evidence_describes_is_no_polarity_clash(claim: str, evidence: str) -> None:
+    assert [signal for signal in contradiction_signals(claim, evidence) if signal["type"] == "negation"] == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # What the evidence recommends, the claim may not prohibit.
+        (
+            "Never soak cast-iron pans in water before cleaning them.",
+            "Soak cast-iron pans in water before cleaning them, the manufacturer recommends.",
+        ),
+        # A plain "never" states, it does not advise.
+        (
+            "The ferry never stops at the north pier on Sundays.",
+            "The ferry stops at the north pier on Sundays and holidays.",
+        ),
+    ],
+)
+def test_a_prohibition_of_what_the_evidence_recommends_still_clashes(claim: str, evidence: str) -> None:
+    assert contradiction_signals(claim, evidence) != []
+
+
 def test_a_negated_claim_against_plain_evidence_is_still_a_polarity_clash() -> None:
     signals = contradiction_signals(
         "The induction hob does not heat cast-iron pans evenly.",
