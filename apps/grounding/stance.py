@@ -517,10 +517,37 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
         # What the claim itself denies is the other side in the claim too ("so it is not a certification").
         crossed = sorted((_terms(claim_clause) - home - negated_words(claim_clause)) & other_side)
         if crossed:
-            written = {_stem(word.lower()): word for word in _WORD_RE.findall(claim_clause)}
-            shown = ", ".join(written.get(term, term) for term in crossed)
-            found.append(f"{shown} of this (the evidence says it of the other side)")
+            found.append(
+                f"{_as_written(crossed, claim_clause)} of this (the evidence says it of the other side)"
+            )
+        moved = _said_of_a_rival(claim, claim_clause, clauses, best)
+        if moved:
+            found.append(
+                f"{_as_written(moved, claim_clause)} of this (the evidence says it of another thing it names)"
+            )
     return found
+
+
+def _as_written(terms: list[str], text: str) -> str:
+    """``terms`` (stems, lowered names) as ``text`` writes them, for a reader."""
+    written = {_stem(word.lower()): word for word in _WORD_RE.findall(text)}
+    written |= {word.lower(): word for word in _WORD_RE.findall(text)}
+    return ", ".join(written.get(term, term) for term in terms)
+
+
+def _said_of_a_rival(
+    claim: str, claim_clause: str, clauses: tuple[tuple[str, bool], ...], best: int
+) -> list[str]:
+    """Claim words the evidence says only in another of its clauses, when the clause that says what the
+    claim says names something the claim does not: "By default Django stores passwords with the
+    Argon2PasswordHasher" against "By default Django stores passwords with PBKDF2PasswordHasher …;
+    Argon2PasswordHasher is also supported" — the claim puts a word of one clause into another's place."""
+    rivals = _names(clauses[best][0]) - _names(claim)
+    if not rivals:
+        return []
+    home = _terms(clauses[best][0]) | _terms(clauses[0][0])
+    elsewhere = set().union(*(_terms(text) for text, _ in clauses)) - home
+    return sorted((_terms(claim_clause) - _cue_words() - home) & elsewhere)
 
 
 # The finer pieces a number is read in: a sentence that gives numbers to several things ("deprecated in

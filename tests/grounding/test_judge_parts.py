@@ -203,6 +203,14 @@ def test_a_plain_statement_taking_the_evidences_side_states_its_prohibition() ->
             "Winter tyres are a recommended fitting for taxis rather than a required one.",
             ["required of this (the evidence says it of the other side)"],
         ),
+        # Words the evidence says only of another clause, where the clause that says the claim names
+        # something else: the claim puts one clause's word in the other's place.
+        (
+            "By default the bakery bakes its loaves with RyeMaster flour.",
+            "By default the bakery bakes its loaves with WheatGold flour; RyeMaster flour is also stocked "
+            "and used for rolls.",
+            ["RyeMaster of this (the evidence says it of another thing it names)"],
+        ),
         # Stated: the subject the first clause names for all, a list item, what the claim itself denies.
         (
             "Fiat and Volvo are recalled under notice 7110, so owners should book a check.",
