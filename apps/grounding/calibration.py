@@ -15,7 +15,7 @@ calibration sets only).
 The confidence of a verdict is then the share of its basis's claims that had that verdict, smoothed
 towards a third each (add one to every count), so a basis seen twice cannot claim certainty; for an
 abstention, how often a claim on its basis truly could not be decided. A decisive verdict whose basis
-was not right at least 7 times in 10 (``DECISIVE_MIN_PROBABILITY``) is not given: the judge says
+was not right at least 8 times in 10 (``DECISIVE_MIN_PROBABILITY``) is not given: the judge says
 ``unverified``, leaning to that verdict, and names the signal it found, because a wrong "supported" or
 "contradicted" is worse than an honest "cannot tell". A basis the table has never seen gets the
 prior of a third, which always sends the verdict to review.
@@ -35,10 +35,11 @@ from django.conf import settings
 from apps.grounding.models import Verdict
 
 #: A supported/contradicted verdict is given only when its basis was right at least this often on the
-#: calibration claims (smoothed): the review threshold's "right 7 times in 10" (issue #24: decisive
-#: precision ≥ 0.90, wrong verdicts at ≥ 0.7 ≤ 5 %). Below it, "unverified" leaning to the verdict,
-#: with the signal named, is honest.
-DECISIVE_MIN_PROBABILITY = 0.7
+#: calibration claims (smoothed). Issue #24 asks decisive verdicts to be right 9 times in 10 together: a
+#: basis right only 7 times in 10 (the review threshold) would pull the mix below that, so a basis must
+#: be right 8 times in 10 on its own. Below it, "unverified" leaning to the verdict, with the signal
+#: named, is honest.
+DECISIVE_MIN_PROBABILITY = 0.8
 EXACT_SIGNALS = frozenset({"quantity", "identifier", "complexity", "superseded"})
 #: A prohibited or negated action the claim recommends or allows ("may store" against "MUST NOT store",
 #: "Hash passwords with MD5" against "MD5 … must not be used for passwords").
