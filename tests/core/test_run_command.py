@@ -143,6 +143,9 @@ def test_closing_the_terminal_stops_everything(tmp_path_factory: pytest.TempPath
     pid, terminal = pty.fork()
     if pid == 0:
         try:
+            # As a terminal window starts it: hang-ups not ignored, even when the suite itself runs
+            # under `nohup` (an ignored SIGHUP is inherited, and `run` then rightly keeps running).
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
             os.chdir(ROOT)
             os.execvpe(command[0], command, environment)
         finally:
