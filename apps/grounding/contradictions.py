@@ -999,6 +999,12 @@ _DETAIL_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*|\b\w*(?:[A-Z]\w*[A-Z]|\d|_)[
 _NUMBER_IN_WORDS_RE = re.compile(rf"(?<![\w-]){_NUMBER_WORD_ALTERNATIVES}(?![\w-])", re.I)
 
 
+def numbers_in_words(text: str) -> list[int]:
+    """The numbers ``text`` writes in words, each read whole ("five hundred" 500, "seventy-two" 72)."""
+    values = (number_word_value(match.group(0)) for match in _NUMBER_IN_WORDS_RE.finditer(text))
+    return [value for value in values if value is not None]
+
+
 def unstated_details(claim: str, evidence: str) -> list[str]:
     """The claim's numbers and names that the evidence does not state ("UUID version 8" against an entry
     on versions 4 and 7): a claim that adds such a detail is more than its evidence supports.

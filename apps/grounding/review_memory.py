@@ -24,6 +24,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from apps.embeddings.services import embed_text
+from apps.grounding.contradictions import number_word_value, numbers_in_words
 from apps.grounding.models import ReviewMemory, Verification
 
 # Cosine similarity (all-MiniLM-L6-v2) at or above which two claims with the same features are the
@@ -34,13 +35,8 @@ CANDIDATES = 5  # nearest reviewed claims checked for matching features
 _WORD_RE = re.compile(r"[\w’'-]+")
 _POSSESSIVE_RE = re.compile(r"['’]s$", re.I)
 _CODE_RE = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
-    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
-    "thousand": 1000, "single": 1, "once": 1, "twice": 2, "half": 0.5, "double": 2,
-}  # fmt: skip
+# Words that count besides the numbers written in words ("five hundred" is read whole by the judge's reader).
+_COUNTING_WORDS = {"single": 1, "once": 1, "twice": 2, "half": 0.5, "double": 2}
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _NEGATIONS = frozenset(
     {"not", "no", "never", "neither", "nor", "none", "without", "cannot", "nothing", "nobody", "nowhere"}
@@ -81,18 +77,33 @@ def _number(digits: str) -> float | str:
 
 
 def _number_key(words: list[str], text: str) -> list[float | str]:
-    """The claim's numbers; a hyphenated number word ("seventy-two") is summed to the number it names."""
+    """The claim's numbers: in digits, and in words read whole as the judge reads them ("seventy-two" is
+    72, "five hundred" 500, so a review of "500 residents" is one of "five hundred residents" too)."""
     values = [_number(n) for n in _NUMBER_RE.findall(text)]
-    for word in words:
-        parts = [_NUMBER_WORDS[p] for p in word.split("-") if p in _NUMBER_WORDS]
-        if parts:
-            values.append(float(sum(parts)))
+    values += [float(value) for value in numbers_in_words(text)]
+    values += [float(_COUNTING_WORDS[word]) for word in words if word in _COUNTING_WORDS]
     return sorted(set(values), key=str)
+
+
+def features_refresh(model: type[ReviewMemory] = ReviewMemory) -> int:
+    """Read every remembered claim's features again (after the reader changed); how many changed.
+    ``model`` is a migration's historical model, whose columns are those of its time."""
+    changed = []
+    for memory in model.objects.only("pk", "claim", "features"):
+        features = claim_features(memory.claim)
+        if features != memory.features:
+            memory.features = features
+            changed.append(memory)
+    model.objects.bulk_update(changed, ["features"], batch_size=500)
+    return len(changed)
 
 
 def _is_name(word: str, index: int) -> bool:
     # A capitalised word after the first; any word with a capital or digit inside (MD5, HttpOnly, SHA-1);
-    # an identifier (select_related, no-cache): things a paraphrase keeps as they are.
+    # an identifier (select_related, no-cache): things a paraphrase keeps as they are. A number is not a
+    # name: numbers are compared by value ("72" and "seventy-two").
+    if _NUMBER_RE.fullmatch(word) or number_word_value(word) is not None:
+        return False
     return (index > 0 and word[:1].isupper()) or bool(re.search(r".[A-Z0-9]|[_-]", word))
 
 

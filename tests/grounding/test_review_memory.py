@@ -77,6 +77,11 @@ def test_the_threshold_separates_the_measured_pairs() -> None:
         ("Django's select_related uses a JOIN.", "In Django, select_related uses a JOIN.", True),
         ("Keep records for 6 years.", "Keep records for six years.", True),
         ("Keep records for 6 years.", "Keep records for 10 years.", False),
+        # Numbers in words are read whole: "five hundred" is 500, not 5 and 100.
+        ("The hall seats 500 guests.", "The hall seats five hundred guests.", True),
+        ("The hall seats 72 guests.", "The hall seats seventy-two guests.", True),
+        ("The hall seats 500 guests.", "The hall seats five guests.", False),
+        ("Water the lawn twice a week.", "Water the lawn 2 times a week.", True),
         ("Passwords should be hashed with MD5.", "Passwords should not be hashed with MD5.", False),
         ("Passwords must be hashed with bcrypt.", "Passwords may be hashed with bcrypt.", False),
         ("Use the no-cache directive.", "Use the no-store directive.", False),
@@ -165,6 +170,20 @@ def test_changing_or_revoking_the_review_changes_later_answers(shipped_packs: No
         review_memory.memories_revoke(memory_ids=list(ReviewMemory.objects.values_list("pk", flat=True))) == 2
     )
     assert services.claim_verify(claim=MD5).judge == "local"
+
+
+def test_features_read_by_an_older_reader_are_read_again(shipped_packs: None, rita: User) -> None:
+    claim = "Under HIPAA, five hundred or more affected residents of a state require notice to the media."
+    verification = services.claim_verify(claim=claim)
+    services.verification_review(verification=verification, reviewer=rita, action="approve")
+    # As the reader before migration 0006 stored it: "five hundred" as 5 and 100.
+    ReviewMemory.objects.update(features={**review_memory.claim_features(claim), "numbers": [100.0, 5.0]})
+    same_numbers = {"features__numbers": [500.0]}
+    assert not ReviewMemory.objects.filter(**same_numbers).exists()
+
+    assert review_memory.features_refresh() == 1
+    assert ReviewMemory.objects.filter(**same_numbers).count() == 1
+    assert review_memory.features_refresh() == 0
 
 
 def test_a_reviewer_revokes_a_review_in_the_admin(shipped_packs: None, rita: User) -> None:
