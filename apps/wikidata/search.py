@@ -150,10 +150,9 @@ def _keyword_search(
     return EntitySearch(via="keyword", vector_error=vector_error, error=error)
 
 
-def keyword_phrases(question: str) -> list[str]:
-    """What to give ``wbsearchentities`` for a question: runs of capitalised words first
-    ("Douglas Adams"), then the words that are not stopwords, then the question itself, without
-    duplicates."""
+def name_phrases(question: str) -> list[str]:
+    """The runs of capitalised words of a question ("Douglas Adams"), a sentence's first word only when
+    it is not a stopword ("When", "The")."""
     words = re.findall(r"[\w'’-]+", question)
     phrases: list[str] = []
     run_words: list[str] = []
@@ -164,6 +163,15 @@ def keyword_phrases(question: str) -> list[str]:
         elif run_words:
             phrases.append(" ".join(run_words))
             run_words = []
+    return list(dict.fromkeys(phrases))
+
+
+def keyword_phrases(question: str) -> list[str]:
+    """What to give ``wbsearchentities`` for a question: runs of capitalised words first
+    ("Douglas Adams"), then the words that are not stopwords, then the question itself, without
+    duplicates."""
+    words = re.findall(r"[\w'’-]+", question)
+    phrases = name_phrases(question)
     content = [w for w in words if w.lower() not in _STOPWORDS and len(w) > 2]
     if content:
         phrases.append(" ".join(content))

@@ -64,7 +64,7 @@ from apps.wikidata import metrics as wikidata_metrics
 from apps.wikidata.labels import labels_cached
 from apps.wikidata.models import Fact, FactRun, FactRunPurpose, FactRunStatus
 from apps.wikidata.ranking import Candidate, candidate_label_ids, candidates_rank, snak_text
-from apps.wikidata.search import entities_search, keyword_phrases
+from apps.wikidata.search import entities_search, keyword_phrases, name_phrases
 from apps.wikidata.sparql import SparqlResult, statement_uri, statements_provenance_query
 from apps.wikidata.statements import Snak, Statement, snak_ids, usable_statements
 
@@ -329,13 +329,20 @@ def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candi
 def _search(run: FactRun, deadline: float, entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The shared entity search (vector database, keyword search over up to three phrases of the
     question when it fails or finds nothing), recorded on the step. ``[{id, score, source, label?}]``."""
+    phrases = keyword_phrases(run.question)
+    if run.purpose == FactRunPurpose.VERIFICATION:
+        # A claim is put to Wikidata because it names something. wbsearchentities matches labels and
+        # aliases from their start, so the claim's content words or the whole sentence never find what
+        # its names did not, and each costs one of the Action API's requests (5 per second) while the
+        # caller waits: its names alone, when it has any.
+        phrases = name_phrases(run.question) or phrases
     found = entities_search(
         run.question,
         kind="property" if run.scope == "properties" else "item",
         language=run.language,
         k=SEARCH_K,
         deadline=deadline,
-        phrases=keyword_phrases(run.question)[:KEYWORD_SEARCH_ATTEMPTS],
+        phrases=phrases[:KEYWORD_SEARCH_ATTEMPTS],
         fallback_when_empty=True,
         # A verification's caller is waiting for the answer: no waiting for the vector database's
         # next slot (one per 2 s), its claim names an entity that keyword search finds as well.
