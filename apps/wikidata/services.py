@@ -328,7 +328,8 @@ def _gather_and_rank(run: FactRun, steps: _Steps, deadline: float) -> list[Candi
 
 def _search(run: FactRun, deadline: float, entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The shared entity search (vector database, keyword search over up to three phrases of the
-    question when it fails or finds nothing), recorded on the step. ``[{id, score, source, label?}]``."""
+    question, a verification's claim by its names alone, when it fails or finds nothing), recorded on
+    the step. ``[{id, score, source, label?}]``."""
     phrases = keyword_phrases(run.question)
     if run.purpose == FactRunPurpose.VERIFICATION:
         # A claim is put to Wikidata because it names something. wbsearchentities matches labels and
