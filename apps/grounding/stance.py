@@ -327,11 +327,12 @@ def claim_parts(claim: str, sentence: str, context: str) -> Parts:
     polarity = not clash or stance_agreement(claim, sentence)
     capitals = tuple(word for word in _CAPITALISED_RE.findall(claim) if word.lower() not in stated.lower())
     lowered = {word.lower() for word in _WORD_RE.findall(stated)}
-    # A number written as a word is a number too ("the number one risk" against "third").
+    # A number written in words is a number too ("the number one risk" against "third"), read whole ("five
+    # hundred or more" is stated by "more than 500").
     numbers = tuple(
-        word
-        for word in _WORD_RE.findall(claim.lower())
-        if number_word_value(word) is not None and not _number_stated(word, stated)
+        words
+        for words in (match.group(0) for match in _NUMBER_IN_WORDS_RE.finditer(claim.lower()))
+        if not _number_stated(words, stated)
     )
     return Parts(
         details=tuple(dict.fromkeys((*unstated_details(claim, stated), *capitals, *numbers))),
@@ -530,8 +531,9 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
 
 def _as_written(terms: list[str], text: str) -> str:
     """``terms`` (stems, lowered names) as ``text`` writes them, for a reader."""
-    written = {_stem(word.lower()): word for word in _WORD_RE.findall(text)}
-    written |= {word.lower(): word for word in _WORD_RE.findall(text)}
+    words = [word.rstrip(".'-") for word in _WORD_RE.findall(text)]  # "… Argon2PasswordHasher." ends one
+    written = {_stem(word.lower()): word for word in words}
+    written |= {word.lower(): word for word in words}
     return ", ".join(written.get(term, term) for term in terms)
 
 

@@ -206,8 +206,8 @@ def test_a_plain_statement_taking_the_evidences_side_states_its_prohibition() ->
         # Words the evidence says only of another clause, where the clause that says the claim names
         # something else: the claim puts one clause's word in the other's place.
         (
-            "By default the bakery bakes its loaves with RyeMaster flour.",
-            "By default the bakery bakes its loaves with WheatGold flour; RyeMaster flour is also stocked "
+            "By default the bakery bakes its loaves with the RyeMaster.",
+            "By default the bakery bakes its loaves with the WheatGold; the RyeMaster is also stocked "
             "and used for rolls.",
             ["RyeMaster of this (the evidence says it of another thing it names)"],
         ),
@@ -299,3 +299,15 @@ def test_the_share_of_a_claim_a_text_says_reads_a_hyphen_as_a_space() -> None:
 )
 def test_second_is_a_rank_unless_it_is_a_unit_of_time(text: str, ranks: set[str]) -> None:
     assert _ranks(text) == ranks
+
+
+def test_a_number_in_words_is_stated_whole() -> None:
+    # "five hundred" is 500, stated by "500"; not "five" and "hundred", neither of which it states.
+    parts = claim_parts(
+        "A coach with five hundred seats or more needs two drivers.",
+        "A coach with more than 500 seats needs two drivers.",
+        "",
+    )
+    assert parts.details == ()
+    other = claim_parts("A coach with six hundred seats needs a driver.", "A coach with 500 seats.", "")
+    assert other.details == ("six hundred",)
