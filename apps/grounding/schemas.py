@@ -21,7 +21,11 @@ class VerifyIn(StrictSchema):
 class JudgeOut(Schema):
     """Who decided the verdict and on what (docs/grounding.md)."""
 
-    name: Literal["local", "nli", "llm"] = Field(..., description="The judge that decided.")
+    name: Literal["local", "nli", "llm", "review"] = Field(
+        ...,
+        description="The judge that decided: review is an operator's reviewed verdict on the same claim "
+        "(review memory, docs/grounding.md).",
+    )
     basis: str = Field(..., description="What the verdict rests on, as the calibration counts it.")
     restsOn: str = Field(..., description="The evidence sentence or signal the verdict rests on.")
     confidenceNote: str = Field(..., description="Why the confidence is not higher.")

@@ -143,6 +143,28 @@ def test_a_reviewed_verdict_is_given_again_to_the_same_claim(shipped_packs: None
         assert services.claim_verify(claim=other).judge == "local", other
 
 
+def test_the_agent_apis_answer_a_remembered_review(shipped_packs: None, rita: User, make_token) -> None:
+    first = services.claim_verify(claim=MD5)
+    services.verification_review(verification=first, reviewer=rita, action="reject", verdict="contradicted")
+    _row, raw = make_token("verify")
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+
+    answer = client.post("/v1/knowledge/verify", {"claim": MD5}, content_type="application/json")
+
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert (body["verdict"], body["judge"]["name"], body["judge"]["basis"]) == (
+        "contradicted",
+        "review",
+        "review:exact",
+    )
+    grounded = client.post(
+        "/v1/grounding/ground", {"message": MD5, "mode": "automatic"}, content_type="application/json"
+    )
+    assert grounded.status_code == 200, grounded.content
+    assert grounded.json()["verifications"][0]["judge"]["name"] == "review"
+
+
 def test_changing_or_revoking_the_review_changes_later_answers(shipped_packs: None, rita: User) -> None:
     first = services.claim_verify(claim=MD5)
     services.verification_review(verification=first, reviewer=rita, action="approve")
