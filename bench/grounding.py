@@ -18,7 +18,8 @@ The claim sets in ``tests/data/`` (its README says how each was written and what
 * ``grounding_claims_calibration3.jsonl`` … ``grounding_claims_calibration8.jsonl`` — written blind,
   after the rules they are judged with; the confidence calibration is fitted on the six together
   (``manage.py grounding calibrate``), so their figures are in-sample;
-* ``grounding_claims_blind2.jsonl`` and ``grounding_claims_blind3.jsonl`` — written blind to the checker
+* ``grounding_claims_blind2.jsonl``, ``grounding_claims_blind3.jsonl`` and ``grounding_claims_blind4.jsonl`` —
+  written blind to the checker
   and every other set, used for nothing but this bench, and only ever scored as a whole: the honest
   figures.
 
@@ -79,6 +80,8 @@ FITTED_ON = [
 BLIND = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_blind2.jsonl"
 # A third blind set, written for issue #24 the same way; scored only as a whole, when it is there.
 BLIND3 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_blind3.jsonl"
+# A fourth, written for issue #24's eighth stop the same way; scored only as a whole.
+BLIND4 = Path(settings.BASE_DIR) / "tests" / "data" / "grounding_claims_blind4.jsonl"
 VERDICTS = ("supported", "contradicted", "unverified")
 
 
@@ -183,8 +186,9 @@ def run(report) -> None:
         "grounding.calibration3-8(fitted on)": [claim for path in FITTED_ON for claim in _read(path)],
         "grounding.blind2": _read(BLIND),
     }
-    if BLIND3.exists():
-        sets["grounding.blind3"] = _read(BLIND3)
+    for name, path in (("grounding.blind3", BLIND3), ("grounding.blind4", BLIND4)):
+        if path.exists():
+            sets[name] = _read(path)
     print(f"grounding.judge: {settings.GROUNDING_JUDGE}")
     # The packs are loaded for good, as ``make run`` loads them: searched inside the transaction that
     # inserted them, the tables are full of dead row versions and every query is slower.

@@ -18,7 +18,7 @@ from django.db import transaction
 
 from apps.grounding import review_memory, services
 from apps.grounding.models import GroundingSettings, ReviewMemory
-from bench.grounding import BLIND, BLIND3, HOLDOUT, _load_packs, _read
+from bench.grounding import BLIND, BLIND3, BLIND4, HOLDOUT, _load_packs, _read
 
 
 class _Rollback(Exception):
@@ -58,7 +58,12 @@ def _two_passes(name: str, claims: list[dict], reviewer: User) -> list[float]:
 
 
 def run(report) -> None:
-    sets = {"grounding.holdout": HOLDOUT, "grounding.blind2": BLIND, "grounding.blind3": BLIND3}
+    sets = {
+        "grounding.holdout": HOLDOUT,
+        "grounding.blind2": BLIND,
+        "grounding.blind3": BLIND3,
+        "grounding.blind4": BLIND4,
+    }
     _load_packs()
     GroundingSettings.current()
     try:
