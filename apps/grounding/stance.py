@@ -483,6 +483,7 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
     # Words only the other side of a contrast says (cue words too: "an addressable specification rather
     # than a required one" says "required" of the other side).
     other_side = set().union(*(_terms(text) for text, contrast in clauses if contrast))
+    said = set().union(*(_terms(text) for text, _ in clauses))  # every term of the sentence, for rivals
     other_side -= set().union(*(_terms(text) for text, contrast in clauses if not contrast))
     found: list[str] = []
     for claim_clause, claim_contrast in _binding_clauses(claim):
@@ -521,7 +522,7 @@ def unbound_parts(claim: str, sentence: str) -> list[str]:
             found.append(
                 f"{_as_written(crossed, claim_clause)} of this (the evidence says it of the other side)"
             )
-        moved = _said_of_a_rival(claim, claim_clause, clauses, best)
+        moved = _said_of_a_rival(claim, claim_clause, clauses[best][0], home, said)
         if moved:
             found.append(
                 f"{_as_written(moved, claim_clause)} of this (the evidence says it of another thing it names)"
@@ -538,18 +539,16 @@ def _as_written(terms: list[str], text: str) -> str:
 
 
 def _said_of_a_rival(
-    claim: str, claim_clause: str, clauses: tuple[tuple[str, bool], ...], best: int
+    claim: str, claim_clause: str, best_clause: str, home: set[str], said: set[str]
 ) -> list[str]:
-    """Claim words the evidence says only in another of its clauses, when the clause that says what the
-    claim says names something the claim does not: "By default Django stores passwords with the
-    Argon2PasswordHasher" against "By default Django stores passwords with PBKDF2PasswordHasher …;
-    Argon2PasswordHasher is also supported" — the claim puts a word of one clause into another's place."""
-    rivals = _names(clauses[best][0]) - _names(claim)
-    if not rivals:
+    """Claim words the evidence says only in another of its clauses (in ``said``, not in ``home``: the
+    terms of the clause that says what the claim says and of the first), when that clause names
+    something the claim does not: "By default Django stores passwords with the Argon2PasswordHasher"
+    against "By default Django stores passwords with PBKDF2PasswordHasher …; Argon2PasswordHasher is also
+    supported" — the claim puts a word of one clause into another's place."""
+    if not _names(best_clause) - _names(claim):
         return []
-    home = _terms(clauses[best][0]) | _terms(clauses[0][0])
-    elsewhere = set().union(*(_terms(text) for text, _ in clauses)) - home
-    return sorted((_terms(claim_clause) - _cue_words() - home) & elsewhere)
+    return sorted((_terms(claim_clause) - _cue_words() - home) & (said - home))
 
 
 # The finer pieces a number is read in: a sentence that gives numbers to several things ("deprecated in

@@ -80,14 +80,18 @@ def test_a_named_claim_the_packs_hold_close_evidence_on_is_not_put_to_wikidata(
     assert FactRun.objects.count() == 1
 
 
-def test_a_verification_does_not_wait_for_a_vector_slot_it_searches_by_keyword(
-    q42: ReplayWikidata, settings
-) -> None:
+def _vector_slots_spent(settings) -> None:
     settings.WIKIDATA_VECTOR_INTERVAL_SECONDS = 2.0  # the product's budget (the replay barely spaces)
     vector_budget = clients.upstream_limiter(vectordb.UPSTREAM)
     vector_budget.reset()
     while vector_budget.try_acquire():  # the vector database's burst spent: the next slot is ~2 s away
         pass
+
+
+def test_a_verification_does_not_wait_for_a_vector_slot_it_searches_by_keyword(
+    q42: ReplayWikidata, settings
+) -> None:
+    _vector_slots_spent(settings)
     q42.script("/w/api.php", Reply(body=Q42_KEYWORD_HIT))
 
     verification = services.claim_verify(claim="Douglas Adams was a human.")
@@ -108,11 +112,7 @@ def test_a_verification_does_not_wait_for_a_vector_slot_it_searches_by_keyword(
 
 
 def test_a_verification_searches_wikidata_by_its_names_alone(q42: ReplayWikidata, settings) -> None:
-    settings.WIKIDATA_VECTOR_INTERVAL_SECONDS = 2.0
-    vector_budget = clients.upstream_limiter(vectordb.UPSTREAM)
-    vector_budget.reset()
-    while vector_budget.try_acquire():  # no vector slot: keyword search, which finds nothing here
-        pass
+    _vector_slots_spent(settings)  # keyword search, which finds nothing here
 
     services.claim_verify(claim="Douglas Adams was born in Cambridge in the spring of 1952.")
 
