@@ -165,6 +165,19 @@ def test_the_agent_apis_answer_a_remembered_review(shipped_packs: None, rita: Us
     assert grounded.json()["verifications"][0]["judge"]["name"] == "review"
 
 
+def test_the_verification_page_shows_a_remembered_review(shipped_packs: None, rita: User) -> None:
+    first = services.claim_verify(claim=MD5)
+    services.verification_review(verification=first, reviewer=rita, action="reject", verdict="contradicted")
+    again = services.claim_verify(claim=MD5)
+    client = Client()
+    client.force_login(rita)
+
+    page = client.get(f"/verifications/{again.pk}")
+
+    assert page.status_code == 200
+    assert f"Review of verification #{first.pk} (reject) by rita" in page.content.decode()
+
+
 def test_changing_or_revoking_the_review_changes_later_answers(shipped_packs: None, rita: User) -> None:
     first = services.claim_verify(claim=MD5)
     services.verification_review(verification=first, reviewer=rita, action="approve")
